@@ -1,0 +1,27 @@
+"""Root conftest: the suite's own guards (the process-group teardown comes from ddpkit's pytest
+plugin, loaded in pyproject's addopts)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Variables a test may legitimately change through monkeypatch (restored by it) are not leaks;
+# anything else left in os.environ after a test is.
+_IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_environment() -> Iterator[None]:
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = sorted(
+        k for k in set(before) | set(after) if k not in _IGNORED and before.get(k) != after.get(k)
+    )
+    if changed:
+        os.environ.clear()
+        os.environ.update(before)
+        pytest.fail(f"the test leaked environment variables: {', '.join(changed)}")

@@ -1,0 +1,5 @@
+"""``python -m ddpkit explain ...``"""
+
+from ddpkit.cli import main
+
+raise SystemExit(main())

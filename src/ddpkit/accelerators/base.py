@@ -1,0 +1,38 @@
+"""The kind of device a rank computes on."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import torch
+
+__all__ = ["Accelerator"]
+
+
+class Accelerator(ABC):
+    """A kind of device: where tensors live and which collective backend suits it."""
+
+    #: the name users pass as ``accelerator=...``
+    name: ClassVar[str]
+    #: torch's device type
+    device_type: ClassVar[str]
+    #: the process-group backend that suits this device
+    default_backend: ClassVar[str]
+
+    @abstractmethod
+    def device(self, index: int) -> torch.device:
+        """The torch device of the ``index``-th device this accelerator drives."""
+
+    @abstractmethod
+    def setup_process(self, device: torch.device, local_world_size: int) -> None:
+        """Per-rank set-up before the model moves (current CUDA device, thread caps)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))

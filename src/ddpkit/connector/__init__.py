@@ -1,0 +1,54 @@
+"""The accelerator connector: Trainer flags → a plan → live objects.
+
+``resolve(Flags, Probe) -> Plan`` decides (pure); ``build(Plan, Probe) -> Built`` constructs.
+:class:`AcceleratorConnector` is the façade the Trainer embeds.
+"""
+
+from __future__ import annotations
+
+
+from typing import Any
+
+from ddpkit.connector.build import Built, build
+from ddpkit.connector.flags import Flags
+from ddpkit.connector.plan import Choice, Plan, PlanWarning
+from ddpkit.connector.probe import Probe
+from ddpkit.connector.rules import resolve
+from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = [
+    "AcceleratorConnector",
+    "Built",
+    "Choice",
+    "Flags",
+    "Plan",
+    "PlanWarning",
+    "Probe",
+    "build",
+    "resolve",
+]
+
+
+class AcceleratorConnector:
+    """Resolve the flags once, warn once (rank zero), build the objects."""
+
+    def __init__(self, flags: Flags, probe: Probe | None = None) -> None:
+        self.flags = flags
+        self.probe = probe if probe is not None else Probe.capture()
+        self.plan: Plan = resolve(flags, self.probe)
+        self.built: Built = build(self.plan, self.probe)
+        for warning in self.plan.warnings:
+            category = DDPKitDeprecationWarning if warning.deprecation else DDPKitWarning
+            rank_zero_warn(warning.message, category, env=self.probe.env)
+
+    def explain(self) -> str:
+        return self.plan.explain()
+
+    def __getattr__(self, name: str) -> Any:
+        # accelerator, training_type, precision_plugin, cluster_environment, launcher
+        if name != "built" and "built" in self.__dict__:
+            return getattr(self.__dict__["built"], name)
+        raise AttributeError(name)
+
+

@@ -1,0 +1,80 @@
+"""A snapshot of the machine: the only place the connector reads the outside world."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Probe"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    """What the machine looked like when the Trainer was built. Tests build one by hand
+    (``ddpkit.testing.make_probe``) to resolve flags for a machine they do not have."""
+
+    cuda_available: bool = False
+    """``torch.cuda.is_available()``: answers without initializing CUDA."""
+
+    cuda_device_count: int = 0
+    """``torch.cuda.device_count()``: the GPUs visible to this process (CUDA_VISIBLE_DEVICES)."""
+
+    env: Mapping[str, str] = field(default_factory=lambda: types.MappingProxyType({}))
+    """A frozen copy of ``os.environ``."""
+
+    interactive: bool = False
+    """True when there is no script to re-run (a REPL, a notebook, ``python -c``)."""
+
+    cpu_count: int = 1
+    """Cores this process may run on."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A mapping proxy does not pickle; spawned ranks get a plain copy.
+        return (_rebuild, (self.cuda_available, self.cuda_device_count, dict(self.env),
+                           self.interactive, self.cpu_count))
+
+    @classmethod
+    def capture(cls) -> Probe:
+        """Read the machine now. Neither initializes CUDA nor starts anything."""
+        import torch
+
+        available = bool(torch.cuda.is_available())
+        return cls(
+            cuda_available=available,
+            cuda_device_count=int(torch.cuda.device_count()) if available else 0,
+            env=types.MappingProxyType(dict(os.environ)),
+            interactive=_is_interactive(),
+            cpu_count=_usable_cores(),
+        )
+
+
+def _rebuild(
+    cuda_available: bool, cuda_device_count: int, env: dict[str, str], interactive: bool,
+    cpu_count: int,
+) -> Probe:
+    return Probe(
+        cuda_available=cuda_available,
+        cuda_device_count=cuda_device_count,
+        env=types.MappingProxyType(env),
+        interactive=interactive,
+        cpu_count=cpu_count,
+    )
+
+
+def _is_interactive() -> bool:
+    main = sys.modules.get("__main__")
+    if hasattr(sys, "ps1") or bool(sys.flags.interactive):
+        return True
+    # `python -c` and notebooks have a __main__ without a file to re-run.
+    return main is None or not getattr(main, "__file__", None)
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

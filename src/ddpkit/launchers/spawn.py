@@ -1,0 +1,205 @@
+"""Start every rank of this node with ``torch.multiprocessing`` spawn; the user's process waits.
+
+Each rank is a fresh interpreter that imports the user's main module as ``__mp_main__`` (so code
+under ``if __name__ == "__main__":`` does not run again) and unpickles the trainer, the module and
+the data loaders. Rank zero's return value comes back through a file in a private temporary
+directory that is removed on every exit path.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import io
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ddpkit.errors import ChildFailedError, LaunchError
+from ddpkit.launchers.base import Launcher
+from ddpkit.launchers.env import rank_env
+from ddpkit.launchers.watch import (
+    POLL_SECONDS,
+    ProcessHandle,
+    end_all,
+    first_failure,
+    read_error_file,
+    write_error_file,
+)
+from ddpkit.plugins.environments.local import LocalEnvironment
+from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
+from ddpkit.utilities.ports import bind_free_port
+
+__all__ = ["SpawnLauncher", "check_main_guard"]
+
+R = TypeVar("R")
+
+
+def check_main_guard() -> None:
+    """Raise before spawning when the launching call runs at the top level of the main script
+    without ``if __name__ == "__main__":`` (every spawned rank would launch again)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path or getattr(main, "__spec__", None) is not None:
+        return  # no script (REPL, notebook) or `python -m`: nothing to check
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test):
+            end = node.end_lineno or node.lineno
+            if node.lineno <= line <= end:
+                return
+    raise LaunchError(
+        f"ddp_spawn: {path}, line {line}, starts training at the top level of the script. "
+        f"Every spawned rank imports this script again and would start training again. "
+        f"Fix: put the call under `if __name__ == \"__main__\":`."
+    )
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _spawned_rank(
+    payload: bytes, env: dict[str, str], error_file: str, result_file: str, sock: Any
+) -> None:
+    """The body of each spawned rank."""
+    parent = int(env["DDPKIT_PARENT_PID"])
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: end with the parent
+    except OSError:
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+    os.environ.update(env)
+    try:
+        plugin, fn, args = pickle.loads(payload)
+        environment = plugin.cluster_environment
+        if isinstance(environment, LocalEnvironment):
+            environment.adopt(env)
+        if sock is not None:
+            plugin.store_socket = sock
+        result = fn(*args)
+        if plugin.global_rank == 0:
+            import torch
+
+            torch.save(result, result_file)
+    except BaseException:
+        write_error_file(error_file, traceback.format_exc())
+        raise
+
+
+class SpawnLauncher(Launcher):
+    name = "spawn"
+
+    def __init__(self, plugin: DDPSpawnPlugin) -> None:
+        self.plugin = plugin
+
+    def launch(self, fn: Callable[..., R], *args: Any) -> R:
+        check_main_guard()
+        payload = self._pickle(fn, args)
+        import torch
+        import torch.multiprocessing as mp
+
+        env = self.plugin.cluster_environment
+        assert isinstance(env, LocalEnvironment)
+        tmpdir = tempfile.mkdtemp(prefix="ddpkit-")  # mode 0700
+        handles: list[ProcessHandle] = []
+        try:
+            sock = None
+            if not env.has_main_port():
+                sock = bind_free_port("127.0.0.1" if self.plugin.all_ranks_local else "")
+                env.assign_port(sock.getsockname()[1])
+            ctx = mp.get_context(self.plugin.start_method)
+            node_rank = env.node_rank()
+            for local_rank in range(self.plugin.num_processes):
+                rank = node_rank * self.plugin.num_processes + local_rank
+                child_env = rank_env(
+                    {},
+                    main_address=env.main_address(),
+                    main_port=env.main_port(),
+                    world_size=self.plugin.world_size,
+                    node_rank=node_rank,
+                    local_rank=local_rank,
+                    parent_pid=os.getpid(),
+                )
+                proc = ctx.Process(
+                    target=_spawned_rank,
+                    args=(
+                        payload,
+                        child_env,
+                        str(Path(tmpdir) / f"rank{rank}.json"),
+                        str(Path(tmpdir) / "result.pt"),
+                        sock if local_rank == 0 and rank == 0 else None,
+                    ),
+                    name=f"ddpkit-rank{rank}",
+                )
+                proc.start()
+                handles.append(ProcessHandle(rank=rank, proc=proc))
+            if sock is not None:
+                sock.close()  # rank 0 holds its own duplicate now
+
+            def traceback_of(rank: int) -> str:
+                return read_error_file(Path(tmpdir) / f"rank{rank}.json")
+
+            try:
+                while True:
+                    root = first_failure(handles)
+                    if root is not None:
+                        raise ChildFailedError(
+                            end_all(handles, root, traceback_of), what="DDP (spawn launcher)"
+                        )
+                    if all(h.poll() == 0 for h in handles):
+                        break
+                    time.sleep(POLL_SECONDS)
+            except KeyboardInterrupt:
+                end_all(handles, None, traceback_of)
+                raise
+            result_file = Path(tmpdir) / "result.pt"
+            if not result_file.exists():
+                return None  # type: ignore[return-value]  # rank 0 ran on another node
+            result: R = torch.load(result_file, weights_only=False)
+            return result
+        finally:
+            for h in handles:
+                h.proc.join(timeout=0) if h.poll() is not None else None
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
+        buffer = io.BytesIO()
+        try:
+            pickle.dump((self.plugin, fn, args), buffer)
+        except Exception as err:
+            raise LaunchError(
+                f"ddp_spawn pickles the module, the data loaders and the trainer into every "
+                f"rank, and pickling failed: {type(err).__name__}: {err}. Fix: make them "
+                f"picklable (define classes and functions at module level, no lambdas or open "
+                f"files), or use strategy='ddp', which re-runs the script instead."
+            ) from err
+        return buffer.getvalue()

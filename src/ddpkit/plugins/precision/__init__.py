@@ -1,0 +1,7 @@
+"""Precision plugins: 32-true (default), 64-true, 16-mixed, bf16-mixed."""
+
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.precision.double import DoublePrecisionPlugin
+from ddpkit.plugins.precision.mixed import MixedPrecisionPlugin
+
+__all__ = ["DoublePrecisionPlugin", "MixedPrecisionPlugin", "PrecisionPlugin"]

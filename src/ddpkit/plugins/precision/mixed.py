@@ -1,0 +1,68 @@
+"""Mixed precision: autocast regions in float16 (with a gradient scaler) or bfloat16."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import torch
+
+from ddpkit.plugins.precision.base import PrecisionPlugin
+
+__all__ = ["MixedPrecisionPlugin"]
+
+
+class MixedPrecisionPlugin(PrecisionPlugin):
+    """``"16-mixed"`` (CUDA only: float16 autocast and a ``GradScaler``) or ``"bf16-mixed"``
+    (bfloat16 autocast, on CPU or CUDA, no scaler: bfloat16 has float32's exponent range)."""
+
+    precision: ClassVar[str] = "16-mixed"
+
+    def __init__(self, precision: str = "16-mixed") -> None:
+        if precision not in ("16-mixed", "bf16-mixed"):
+            from ddpkit.errors import MisconfigurationError
+
+            raise MisconfigurationError(
+                f"MixedPrecisionPlugin(precision={precision!r}): choose '16-mixed' or 'bf16-mixed'."
+            )
+        self.precision = precision  # type: ignore[misc]
+        self._scaler: torch.amp.GradScaler | None = None
+
+    def setup(self, device_type: str) -> None:
+        super().setup(device_type)
+        if self.precision == "16-mixed":
+            self._scaler = torch.amp.GradScaler(device_type)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float16 if self.precision == "16-mixed" else torch.bfloat16
+
+    @contextlib.contextmanager
+    def forward_context(self) -> Iterator[None]:
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            yield
+
+    def backward(self, loss: torch.Tensor) -> None:
+        if self._scaler is not None:
+            self._scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        if self._scaler is not None:
+            self._scaler.unscale_(optimizer)
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if self._scaler is not None:
+            self._scaler.step(optimizer)
+            self._scaler.update()
+        else:
+            optimizer.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"scaler": self._scaler.state_dict()} if self._scaler is not None else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self._scaler is not None and "scaler" in state:
+            self._scaler.load_state_dict(state["scaler"])

@@ -1,0 +1,258 @@
+"""Distributed data parallel: one process per device, gradients all-reduced every step."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import socket
+from typing import Any, ClassVar
+
+import torch
+import torch.distributed as dist
+
+from ddpkit.accelerators.base import Accelerator
+from ddpkit.errors import LaunchError
+from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.local import LocalEnvironment
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.training_type.base import TrainingTypePlugin
+
+__all__ = ["DDPPlugin"]
+
+_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
+
+
+class DDPPlugin(TrainingTypePlugin):
+    """DDP whose other ranks are **subprocesses that re-run the user's command line**.
+
+    The user's process is rank 0 of its node; see :class:`ddpkit.launchers.SubprocessLauncher`
+    for the exact child command and environment. Under torchrun or srun, nothing is launched:
+    every rank was started by them.
+
+    Keyword options go to :class:`torch.nn.parallel.DistributedDataParallel`
+    (``find_unused_parameters``, ``static_graph``, ``gradient_as_bucket_view`` and any other of
+    its keyword arguments). ``timeout`` (a ``timedelta`` or seconds) bounds every collective: a
+    rank that never arrives fails the job after it. ``process_group_backend`` overrides the
+    accelerator's default (gloo on CPU, nccl on GPU).
+    """
+
+    name: ClassVar[str] = "ddp"
+    launcher_name: ClassVar[str] = "subprocess"
+
+    def __init__(
+        self,
+        parallel_devices: list[torch.device] | None = None,
+        num_nodes: int | None = None,
+        cluster_environment: ClusterEnvironment | None = None,
+        sync_batchnorm: bool | None = None,
+        *,
+        find_unused_parameters: bool = False,
+        static_graph: bool = False,
+        gradient_as_bucket_view: bool = False,
+        timeout: datetime.timedelta | float | None = None,
+        process_group_backend: str | None = None,
+        **ddp_kwargs: Any,
+    ) -> None:
+        super().__init__(parallel_devices, num_nodes, cluster_environment, sync_batchnorm)
+        self.find_unused_parameters = find_unused_parameters
+        self.static_graph = static_graph
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        if timeout is not None and not isinstance(timeout, datetime.timedelta):
+            timeout = datetime.timedelta(seconds=float(timeout))
+        self.timeout: datetime.timedelta | None = timeout
+        self.process_group_backend = process_group_backend
+        self.ddp_kwargs = ddp_kwargs
+        self._owns_process_group = False
+        # The listening socket of the rendezvous store, handed over by the launcher to rank 0
+        # so that the port is never free between choosing and binding it. The launcher owns
+        # it (it outlives each stage); the store gets a duplicate of its descriptor.
+        self.store_socket: socket.socket | None = None
+        self._owns_store_socket = False
+
+    def connect(
+        self,
+        *,
+        accelerator: Accelerator,
+        precision_plugin: PrecisionPlugin,
+        cluster_environment: ClusterEnvironment,
+        parallel_devices: list[torch.device],
+        num_nodes: int,
+        sync_batchnorm: bool,
+    ) -> list[str]:
+        notes = super().connect(
+            accelerator=accelerator,
+            precision_plugin=precision_plugin,
+            cluster_environment=cluster_environment,
+            parallel_devices=parallel_devices,
+            num_nodes=num_nodes,
+            sync_batchnorm=sync_batchnorm,
+        )
+        env = self.cluster_environment
+        if isinstance(env, LocalEnvironment):
+            env.configure(processes_per_node=self.num_processes, num_nodes=self.num_nodes)
+        return notes
+
+    @property
+    def _env(self) -> ClusterEnvironment:
+        env = self.cluster_environment
+        if env is None:
+            raise RuntimeError(f"{type(self).__name__} is used before a Trainer connected it")
+        return env
+
+    @property
+    def global_rank(self) -> int:
+        return self._env.global_rank()
+
+    @property
+    def local_rank(self) -> int:
+        return self._env.local_rank()
+
+    @property
+    def node_rank(self) -> int:
+        return self._env.node_rank()
+
+    @property
+    def root_device(self) -> torch.device:
+        devices = self.parallel_devices
+        if not devices:
+            return torch.device("cpu")
+        return devices[min(self.local_rank, len(devices) - 1)]
+
+    @property
+    def backend(self) -> str:
+        return self.process_group_backend or self.accelerator.default_backend
+
+    @property
+    def all_ranks_local(self) -> bool:
+        """True when every rank runs on this machine: the store then listens on loopback only."""
+        return self.num_nodes == 1 and isinstance(self._env, LocalEnvironment)
+
+    # -- runtime ------------------------------------------------------------------------------
+
+    def setup_environment(self) -> None:
+        super().setup_environment()
+        if dist.is_initialized():
+            # The user (or their harness) made the group; use it and leave it to them.
+            self._owns_process_group = False
+            return
+        kwargs: dict[str, Any] = {}
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        if self._env.creates_processes_externally and "MASTER_PORT" in self._env.env:
+            # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
+            dist.init_process_group(
+                self.backend, rank=self.global_rank, world_size=self.world_size, **kwargs
+            )
+        else:
+            store = self._make_store()
+            dist.init_process_group(
+                self.backend, store=store, rank=self.global_rank, world_size=self.world_size,
+                **kwargs,
+            )
+        self._owns_process_group = True
+
+    def _make_store(self) -> dist.TCPStore:
+        env = self._env
+        is_master = self.global_rank == 0
+        timeout = self.timeout or datetime.timedelta(minutes=30)
+        address, port = env.main_address(), env.main_port()
+        listen_fd = None
+        if is_master:
+            if self.store_socket is None:
+                self.store_socket = _listen("127.0.0.1" if self.all_ranks_local else "", port)
+                self._owns_store_socket = True
+            listen_fd = os.dup(self.store_socket.fileno())
+        return dist.TCPStore(
+            address, port, self.world_size, is_master, timeout,
+            wait_for_workers=False, master_listen_fd=listen_fd,
+        )
+
+    def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        if self.sync_batchnorm:
+            model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
+        return torch.nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=device_ids,
+            find_unused_parameters=self.find_unused_parameters,
+            static_graph=self.static_graph,
+            gradient_as_bucket_view=self.gradient_as_bucket_view,
+            **self.ddp_kwargs,
+        )
+
+    def no_sync(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
+        if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+            return model.no_sync()
+        return contextlib.nullcontext()
+
+    def barrier(self, name: str | None = None) -> None:
+        if dist.is_initialized():
+            dist.barrier()
+
+    def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
+        if not dist.is_initialized():
+            return tensor
+        op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
+        out = tensor.detach().clone().to(self.root_device)
+        # gloo has no AVG: sum, then divide.
+        if reduce_op == "mean" and not out.is_floating_point():
+            out = out.float()
+        dist.all_reduce(out, op=op)
+        if reduce_op == "mean":
+            out = out / self.world_size
+        return out
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        if not dist.is_initialized():
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=src)
+        return box[0]
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        if not dist.is_initialized():
+            return [obj]
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def teardown(self) -> None:
+        if self._owns_process_group and dist.is_initialized():
+            dist.destroy_process_group()
+        self._owns_process_group = False
+        if self._owns_store_socket and self.store_socket is not None:
+            self.store_socket.close()
+            self.store_socket = None
+            self._owns_store_socket = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A socket does not pickle; the spawn launcher hands rank 0 its own.
+        state = self.__dict__.copy()
+        state["store_socket"] = None
+        state["_owns_store_socket"] = False
+        return state
+
+    def __repr__(self) -> str:
+        opts = [f"find_unused_parameters={self.find_unused_parameters}"]
+        if self.static_graph:
+            opts.append("static_graph=True")
+        if self.timeout is not None:
+            opts.append(f"timeout={self.timeout.total_seconds():g}")
+        return f"{type(self).__name__}({', '.join(opts)})"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind the store's listening socket; a clear error when the port is taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise LaunchError(
+            f"DDP rendezvous: cannot listen on {host or '0.0.0.0'}:{port} ({err.strerror}). "
+            f"Fix: unset MASTER_PORT to let ddpkit choose a free port, or choose another."
+        ) from err
+    sock.listen(128)
+    return sock

@@ -1,0 +1,81 @@
+"""What ``configure_optimizers`` may return, normalized."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ddpkit.errors import MisconfigurationError
+
+__all__ = ["SchedulerConfig", "parse_optimizers"]
+
+
+@dataclass
+class SchedulerConfig:
+    scheduler: Any
+    interval: str = "epoch"
+    frequency: int = 1
+    monitor: str | None = None
+
+
+def _scheduler(item: Any) -> SchedulerConfig:
+    if isinstance(item, Mapping):
+        if "scheduler" not in item:
+            raise MisconfigurationError(
+                "configure_optimizers: an lr_scheduler dict needs a 'scheduler' key."
+            )
+        interval = item.get("interval", "epoch")
+        if interval not in ("epoch", "step"):
+            raise MisconfigurationError(
+                f"configure_optimizers: lr_scheduler interval={interval!r}; choose 'epoch' "
+                f"or 'step'."
+            )
+        return SchedulerConfig(
+            item["scheduler"], interval, int(item.get("frequency", 1)), item.get("monitor")
+        )
+    return SchedulerConfig(item)
+
+
+def parse_optimizers(
+    returned: Any,
+) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
+    """Accepts an optimizer; a list of them; ``([optimizers], [schedulers])``; a dict with
+    ``optimizer`` and ``lr_scheduler``; or a list of such dicts."""
+    if isinstance(returned, torch.optim.Optimizer):
+        return [returned], []
+    if isinstance(returned, Mapping):
+        if "optimizer" not in returned:
+            raise MisconfigurationError(
+                "configure_optimizers returned a dict without an 'optimizer' key."
+            )
+        scheds = [_scheduler(returned["lr_scheduler"])] if "lr_scheduler" in returned else []
+        if scheds and scheds[0].monitor is None:
+            scheds[0].monitor = returned.get("monitor")
+        return [returned["optimizer"]], scheds
+    if isinstance(returned, Sequence) and not isinstance(returned, str):
+        items = list(returned)
+        if (
+            len(items) == 2
+            and isinstance(items[0], Sequence)
+            and all(isinstance(o, torch.optim.Optimizer) for o in items[0])
+        ):
+            scheds_in = items[1] if isinstance(items[1], Sequence) else [items[1]]
+            return list(items[0]), [_scheduler(s) for s in scheds_in]
+        if items and all(isinstance(o, torch.optim.Optimizer) for o in items):
+            return items, []
+        if items and all(isinstance(o, Mapping) for o in items):
+            opts: list[torch.optim.Optimizer] = []
+            scheds: list[SchedulerConfig] = []
+            for item in items:
+                o, s = parse_optimizers(item)
+                opts += o
+                scheds += s
+            return opts, scheds
+    raise MisconfigurationError(
+        f"configure_optimizers returned {type(returned).__name__}; return an optimizer, a "
+        f"list of optimizers, ([optimizers], [schedulers]) or a dict with 'optimizer' and "
+        f"'lr_scheduler'."
+    )
