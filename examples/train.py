@@ -37,7 +37,10 @@ class SpiralClassifier(ddpkit.Module):
     def __init__(self, hidden: int = 64, lr: float = 0.03) -> None:
         super().__init__()
         self.net = nn.Sequential(
-            nn.Linear(2, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+            nn.Linear(2, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
             nn.Linear(hidden, 2),
         )
         self.lr = lr
@@ -45,7 +48,9 @@ class SpiralClassifier(ddpkit.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+    def training_step(
+        self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int
+    ) -> torch.Tensor:
         x, y = batch
         loss = nn.functional.cross_entropy(self(x), y)
         self.log("train_loss", loss, prog_bar=True, on_epoch=True, sync_dist=True)
@@ -63,11 +68,13 @@ class SpiralClassifier(ddpkit.Module):
 
 VARIANTS = {
     "subprocess": lambda: dict(
-        accelerator="ddp_cpu", num_processes=2,
+        accelerator="ddp_cpu",
+        num_processes=2,
         plugins=[DDPPlugin(find_unused_parameters=False)],
     ),
     "spawn": lambda: dict(
-        accelerator="ddp_cpu", num_processes=2,
+        accelerator="ddp_cpu",
+        num_processes=2,
         plugins=[DDPSpawnPlugin(find_unused_parameters=False)],
     ),
     "legacy": lambda: dict(accelerator="ddp_cpu", num_processes=2),
@@ -78,7 +85,9 @@ VARIANTS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="subprocess")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--samples", type=int, default=4096)
@@ -105,7 +114,8 @@ def main() -> None:
         m = trainer.callback_metrics
         print(
             f"done: {trainer.current_epoch} epochs, {trainer.global_step} steps on "
-            f"{trainer.world_size} process(es); train_loss_epoch={float(m['train_loss_epoch']):.4f} "
+            f"{trainer.world_size} process(es); "
+            f"train_loss_epoch={float(m['train_loss_epoch']):.4f} "
             f"val_loss={float(m['val_loss']):.4f} val_acc={float(m['val_acc']):.3f}; "
             f"checkpoint: {trainer.checkpoint_path}",
             flush=True,

@@ -1,8 +1,8 @@
 """``ddpkit explain ...`` and ``ddpkit env``: the connector's decisions, without training.
 
-    ddpkit explain --accelerator ddp_cpu --num-processes 2 --plugins ddp_find_unused_parameters_false
-    ddpkit explain --gpus 0,1 --json
-    ddpkit env
+ddpkit explain --accelerator ddp_cpu --num-processes 2 --plugins ddp_find_unused_parameters_false
+ddpkit explain --gpus 0,1 --json
+ddpkit env
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ def _precision(text: str) -> int | str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ddpkit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="ddpkit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     explain = sub.add_parser("explain", help="print the plan a Trainer with these flags makes")
     explain.add_argument("--accelerator")
@@ -48,8 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--num-processes", type=int)
     explain.add_argument("--num-nodes", type=int, default=1)
     explain.add_argument("--precision", type=_precision, default="32-true")
-    explain.add_argument("--plugins", nargs="*", default=[],
-                         help="training-type registry names, e.g. ddp_find_unused_parameters_false")
+    explain.add_argument(
+        "--plugins",
+        nargs="*",
+        default=[],
+        help="training-type registry names, e.g. ddp_find_unused_parameters_false",
+    )
     explain.add_argument("--sync-batchnorm", action="store_true")
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     env = sub.add_parser("env", help="print what ddpkit sees on this machine")

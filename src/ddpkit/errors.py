@@ -74,9 +74,11 @@ class RankFailure:
 
 
 class ChildFailedError(DDPKitError):
-    """One or more ranks failed. ``failures[0]`` is the root cause; the rest say how others ended."""
+    """One or more ranks failed. ``failures[0]`` is the root cause; the others follow."""
 
-    def __init__(self, failures: list[RankFailure] | tuple[RankFailure, ...], what: str = "") -> None:
+    def __init__(
+        self, failures: list[RankFailure] | tuple[RankFailure, ...], what: str = ""
+    ) -> None:
         self.failures = tuple(failures)
         self.what = what
         super().__init__(self._message())

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from ddpkit.connector.build import Built, build
@@ -50,5 +49,3 @@ class AcceleratorConnector:
         if name != "built" and "built" in self.__dict__:
             return getattr(self.__dict__["built"], name)
         raise AttributeError(name)
-
-

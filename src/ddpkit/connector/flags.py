@@ -39,10 +39,15 @@ UNSUPPORTED = {
     "fsdp": "ddpkit does not wrap FSDP yet; use strategy='ddp'",
 }
 PRECISIONS = {
-    "32": "32-true", "32-true": "32-true",
-    "64": "64-true", "64-true": "64-true", "double": "64-true",
-    "16": "16-mixed", "16-mixed": "16-mixed",
-    "bf16": "bf16-mixed", "bf16-mixed": "bf16-mixed",
+    "32": "32-true",
+    "32-true": "32-true",
+    "64": "64-true",
+    "64-true": "64-true",
+    "double": "64-true",
+    "16": "16-mixed",
+    "16-mixed": "16-mixed",
+    "bf16": "bf16-mixed",
+    "bf16-mixed": "bf16-mixed",
 }
 
 
@@ -131,7 +136,9 @@ def parse_device_spelling(flag: str, value: Any) -> DeviceRequest | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise MisconfigurationError(f"Trainer({source}): pass a number of devices or a list of ids.")
+        raise MisconfigurationError(
+            f"Trainer({source}): pass a number of devices or a list of ids."
+        )
     if isinstance(value, int):
         if value == -1:
             return DeviceRequest("all", source=source)
@@ -337,7 +344,9 @@ def translate(flags: Flags) -> Request:
             f"{call}: num_processes={flags.num_processes!r} must be an int ≥ 1."
         )
     nproc = (
-        DeviceRequest("count", count=flags.num_processes, source=f"num_processes={flags.num_processes}")
+        DeviceRequest(
+            "count", count=flags.num_processes, source=f"num_processes={flags.num_processes}"
+        )
         if flags.num_processes is not None
         else None
     )
@@ -377,7 +386,9 @@ def translate(flags: Flags) -> Request:
             f"{_choices(sorted(set(PRECISIONS.values())))}."
         )
     precision = PRECISIONS[precision_key]
-    precision_source = "default" if flags.precision == "32-true" else f"precision={flags.precision!r}"
+    precision_source = (
+        "default" if flags.precision == "32-true" else f"precision={flags.precision!r}"
+    )
     if precision_instance is not None:
         if precision_source != "default" and precision != precision_instance.precision:
             raise MisconfigurationError(

@@ -76,9 +76,7 @@ class Plan:
             tt_value = f"{tt.value}({opts})"
         acc = self.accelerator.value
         devs = self.devices.value
-        dev_value = (
-            ", ".join(f"cuda:{i}" for i in devs) if acc == "gpu" else f"{len(devs)} × cpu"
-        )
+        dev_value = ", ".join(f"cuda:{i}" for i in devs) if acc == "gpu" else f"{len(devs)} × cpu"
         return [
             ("accelerator", acc, self.accelerator.reason),
             ("devices", dev_value, self.devices.reason),

@@ -34,8 +34,16 @@ class Probe:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; spawned ranks get a plain copy.
-        return (_rebuild, (self.cuda_available, self.cuda_device_count, dict(self.env),
-                           self.interactive, self.cpu_count))
+        return (
+            _rebuild,
+            (
+                self.cuda_available,
+                self.cuda_device_count,
+                dict(self.env),
+                self.interactive,
+                self.cpu_count,
+            ),
+        )
 
     @classmethod
     def capture(cls) -> Probe:
@@ -53,7 +61,10 @@ class Probe:
 
 
 def _rebuild(
-    cuda_available: bool, cuda_device_count: int, env: dict[str, str], interactive: bool,
+    cuda_available: bool,
+    cuda_device_count: int,
+    env: dict[str, str],
+    interactive: bool,
     cpu_count: int,
 ) -> Probe:
     return Probe(

@@ -198,14 +198,18 @@ def choose_training_type(
     return Choice("ddp", f"{devices.reason}: several devices (modern default)"), False
 
 
-def choose_launcher(req: Request, training_type: Choice[str], environment: Choice[str]) -> Choice[str]:
+def choose_launcher(
+    req: Request, training_type: Choice[str], environment: Choice[str]
+) -> Choice[str]:
     if training_type.value == "single_device":
         return Choice("none", "one process: nothing to start")
     if _external(req, environment):
         return Choice("external", f"{environment.value} started every rank")
     if training_type.value == "ddp_spawn":
         return Choice("spawn", "ddp_spawn: torch.multiprocessing spawns every rank")
-    return Choice("subprocess", "ddp: rank 0 is this process; it re-runs the command for the others")
+    return Choice(
+        "subprocess", "ddp: rank 0 is this process; it re-runs the command for the others"
+    )
 
 
 def choose_precision(req: Request, accelerator: Choice[str]) -> Choice[str]:
@@ -234,8 +238,9 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     modern = modern_call(req, accelerator.value, devices.value, num_nodes, training_type.value)
     warnings: list[PlanWarning] = []
     if ambiguous:
-        warnings.append(PlanWarning(_ambiguity_message(call, devices.value, accelerator.value,
-                                                       num_nodes, req)))
+        warnings.append(
+            PlanWarning(_ambiguity_message(call, devices.value, accelerator.value, num_nodes, req))
+        )
     elif req.legacy_words:
         warnings.append(
             PlanWarning(

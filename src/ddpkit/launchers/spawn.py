@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 from ddpkit.errors import ChildFailedError, LaunchError
@@ -50,11 +51,11 @@ def check_main_guard() -> None:
     path = getattr(main, "__file__", None)
     if main is None or not path or getattr(main, "__spec__", None) is not None:
         return  # no script (REPL, notebook) or `python -m`: nothing to check
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
             break
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     if frame is None:
         return
     line = frame.f_lineno
@@ -70,7 +71,7 @@ def check_main_guard() -> None:
     raise LaunchError(
         f"ddp_spawn: {path}, line {line}, starts training at the top level of the script. "
         f"Every spawned rank imports this script again and would start training again. "
-        f"Fix: put the call under `if __name__ == \"__main__\":`."
+        f'Fix: put the call under `if __name__ == "__main__":`.'
     )
 
 
@@ -136,7 +137,7 @@ class SpawnLauncher(Launcher):
             if not env.has_main_port():
                 sock = bind_free_port("127.0.0.1" if self.plugin.all_ranks_local else "")
                 env.assign_port(sock.getsockname()[1])
-            ctx = mp.get_context(self.plugin.start_method)
+            ctx: Any = mp.get_context(self.plugin.start_method)
             node_rank = env.node_rank()
             for local_rank in range(self.plugin.num_processes):
                 rank = node_rank * self.plugin.num_processes + local_rank

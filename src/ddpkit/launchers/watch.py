@@ -7,6 +7,7 @@ names every rank's fate, root cause first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,8 +20,14 @@ from typing import Any, Protocol
 
 from ddpkit.errors import RankFailure
 
-__all__ = ["PopenHandle", "ProcessHandle", "RankHandle", "end_all", "read_error_file",
-           "write_error_file"]
+__all__ = [
+    "PopenHandle",
+    "ProcessHandle",
+    "RankHandle",
+    "end_all",
+    "read_error_file",
+    "write_error_file",
+]
 
 GRACE_SECONDS = 3.0
 POLL_SECONDS = 0.05
@@ -72,10 +79,8 @@ class ProcessHandle:
 
     def send_signal(self, sig: int) -> None:
         if self.proc.exitcode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
 
 
 def write_error_file(path: str | os.PathLike[str], traceback_text: str) -> None:

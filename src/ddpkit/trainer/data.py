@@ -97,9 +97,7 @@ def distribute(
     if kwargs.get("num_workers", 0) == 0:
         kwargs.pop("prefetch_factor", None)
         kwargs.pop("persistent_workers", None)
-    return DataLoader(
-        loader.dataset, batch_size=loader.batch_size, sampler=new_sampler, **kwargs
-    )
+    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=new_sampler, **kwargs)
 
 
 def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | None:
@@ -123,7 +121,7 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | Non
         raise MisconfigurationError(
             f"limit_*_batches={limit!r}: a fraction needs a loader with a length; pass an int."
         )
-    return int(math.floor(total * limit)) if limit < 1.0 else total
+    return math.floor(total * limit) if limit < 1.0 else total
 
 
 def move_to_device(batch: Any, device: torch.device) -> Any:

@@ -6,7 +6,7 @@ import contextlib
 import math
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -53,7 +53,7 @@ class _StepModule(nn.Module):
         self.module = module
 
     def forward(self, batch: Any, batch_idx: int) -> Any:
-        return self.module.training_step(batch, batch_idx)
+        return cast(Any, self.module).training_step(batch, batch_idx)
 
 
 def _loader(trainer: Trainer, model: nn.Module, stage: str, given: Any) -> DataLoader[Any] | None:
@@ -116,8 +116,9 @@ class _Run:
 
     # -- evaluation --------------------------------------------------------------------------
 
-    def evaluate(self, stage: str, loader: Any, limit: int | float | None, *,
-                 sanity: bool = False) -> dict[str, float]:
+    def evaluate(
+        self, stage: str, loader: Any, limit: int | float | None, *, sanity: bool = False
+    ) -> dict[str, float]:
         trainer, model = self.trainer, self.model
         hook = _EVAL_HOOKS[stage]
         if getattr(model, hook, None) is None:
@@ -172,7 +173,7 @@ class _Run:
 
     def fit(self, train_loader: Any, val_loader: Any, ckpt_path: str | None) -> None:
         trainer, model, plugin = self.trainer, self.model, self.plugin
-        optimizers, schedulers = parse_optimizers(model.configure_optimizers())
+        optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
         trainer._current_optim = (optimizers, schedulers)
         start_epoch = 0
         if ckpt_path is not None:
@@ -184,10 +185,10 @@ class _Run:
         val_every = self._val_check_batches(n_train)
 
         if val_loader is not None and trainer.num_sanity_val_steps and start_epoch == 0:
-            limit = trainer.num_sanity_val_steps
-            if trainer.num_sanity_val_steps == -1:
-                limit = None
-            self.evaluate("validate", val_loader, limit, sanity=True)
+            sanity_limit = (
+                None if trainer.num_sanity_val_steps == -1 else trainer.num_sanity_val_steps
+            )
+            self.evaluate("validate", val_loader, sanity_limit, sanity=True)
 
         metrics = trainer._metrics
         model.train()
@@ -196,9 +197,9 @@ class _Run:
             if trainer._should_stop():
                 break
             trainer.current_epoch = epoch
-            sampler = getattr(train_loader, "sampler", None)
-            if hasattr(sampler, "set_epoch"):
-                sampler.set_epoch(epoch)  # a different shuffle every epoch, same on every rank
+            set_epoch = getattr(getattr(train_loader, "sampler", None), "set_epoch", None)
+            if set_epoch is not None:
+                set_epoch(epoch)  # a different shuffle every epoch, same on every rank
             metrics.stage = "train"
             _call_hook(model, "on_train_epoch_start")
             trainer._progress.start(n_train, f"epoch {epoch}")
@@ -252,7 +253,7 @@ class _Run:
                 f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
                 f"length; pass an int number of batches."
             )
-        return max(1, int(math.floor(n_train * interval)))
+        return max(1, math.floor(n_train * interval))
 
     def _optimizer_step(
         self, optimizers: list[torch.optim.Optimizer], schedulers: list[SchedulerConfig]

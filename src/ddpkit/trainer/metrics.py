@@ -119,7 +119,7 @@ class MetricStore:
     def end_epoch(self) -> dict[str, float]:
         """Close the epoch: reduce (sync_dist) and publish each epoch value; return them."""
         out: dict[str, float] = {}
-        for name, acc in sorted(self._epoch.items()):
+        for _, acc in sorted(self._epoch.items()):
             value = torch.tensor(acc.local_value(), dtype=torch.float64)
             if acc.sync_dist:
                 if acc.reduce_fx == "mean":

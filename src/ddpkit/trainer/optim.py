@@ -67,13 +67,13 @@ def parse_optimizers(
         if items and all(isinstance(o, torch.optim.Optimizer) for o in items):
             return items, []
         if items and all(isinstance(o, Mapping) for o in items):
-            opts: list[torch.optim.Optimizer] = []
-            scheds: list[SchedulerConfig] = []
+            all_opts: list[torch.optim.Optimizer] = []
+            all_scheds: list[SchedulerConfig] = []
             for item in items:
                 o, s = parse_optimizers(item)
-                opts += o
-                scheds += s
-            return opts, scheds
+                all_opts += o
+                all_scheds += s
+            return all_opts, all_scheds
     raise MisconfigurationError(
         f"configure_optimizers returned {type(returned).__name__}; return an optimizer, a "
         f"list of optimizers, ([optimizers], [schedulers]) or a dict with 'optimizer' and "

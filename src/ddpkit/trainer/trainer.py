@@ -234,8 +234,13 @@ class Trainer:
     def predict(self, model: nn.Module, dataloaders: Any = None) -> list[Any]:
         return self._launch("predict", model, (dataloaders, None), None)  # type: ignore[no-any-return]
 
-    def _launch(self, stage: str, model: nn.Module, loaders: tuple[Any, Any],
-                ckpt_path: str | os.PathLike[str] | None) -> Any:
+    def _launch(
+        self,
+        stage: str,
+        model: nn.Module,
+        loaders: tuple[Any, Any],
+        ckpt_path: str | os.PathLike[str] | None,
+    ) -> Any:
         if not isinstance(model, nn.Module):
             raise MisconfigurationError(
                 f"Trainer.{stage}(model=<{type(model).__name__}>): pass a torch.nn.Module "
@@ -253,8 +258,14 @@ class Trainer:
             self._adopt(model, output)
         return output.result if output is not None else None
 
-    def _run_stage(self, stage: str, model: nn.Module, loaders: tuple[Any, Any],
-                   ckpt_path: str | None, return_state: bool) -> StageOutput:
+    def _run_stage(
+        self,
+        stage: str,
+        model: nn.Module,
+        loaders: tuple[Any, Any],
+        ckpt_path: str | None,
+        return_state: bool,
+    ) -> StageOutput:
         self.should_stop = False
         self._progress = ProgressBar(self.enable_progress_bar and self.is_global_zero)
         return run_stage(self, stage, model, loaders, ckpt_path, return_state)
@@ -278,8 +289,11 @@ class Trainer:
 
     def _log_step_row(self) -> None:
         pending = self._metrics.pending_step_row
-        if pending and self._csv is not None and self.is_global_zero and (
-            self.global_step % self.log_every_n_steps == 0
+        if (
+            pending
+            and self._csv is not None
+            and self.is_global_zero
+            and (self.global_step % self.log_every_n_steps == 0)
         ):
             self._csv.log({"epoch": self.current_epoch, "step": self.global_step, **pending})
         pending.clear()
@@ -294,8 +308,12 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
 
-    def _checkpoint(self, model: nn.Module, optimizers: list[torch.optim.Optimizer],
-                    schedulers: list[SchedulerConfig]) -> dict[str, Any]:
+    def _checkpoint(
+        self,
+        model: nn.Module,
+        optimizers: list[torch.optim.Optimizer],
+        schedulers: list[SchedulerConfig],
+    ) -> dict[str, Any]:
         return {
             "ddpkit_version": __version__,
             "epoch": self.current_epoch,
@@ -320,8 +338,12 @@ class Trainer:
             atomic_save(self._checkpoint(target, optimizers, schedulers), path)
         self.training_type_plugin.barrier("save_checkpoint")
 
-    def _save_default_checkpoint(self, model: nn.Module, optimizers: list[torch.optim.Optimizer],
-                                 schedulers: list[SchedulerConfig]) -> Path:
+    def _save_default_checkpoint(
+        self,
+        model: nn.Module,
+        optimizers: list[torch.optim.Optimizer],
+        schedulers: list[SchedulerConfig],
+    ) -> Path:
         path = (
             Path(self.default_root_dir)
             / "checkpoints"
@@ -332,8 +354,14 @@ class Trainer:
         self.training_type_plugin.barrier("checkpoint")
         return path
 
-    def _restore(self, path: str, model: nn.Module, optimizers: list[torch.optim.Optimizer],
-                 schedulers: list[SchedulerConfig], weights_only_model: bool = False) -> int:
+    def _restore(
+        self,
+        path: str,
+        model: nn.Module,
+        optimizers: list[torch.optim.Optimizer],
+        schedulers: list[SchedulerConfig],
+        weights_only_model: bool = False,
+    ) -> int:
         """Load a checkpoint into the model (and optimizers); return the epoch to start at."""
         data = load_checkpoint(path)
         model.load_state_dict(data["state_dict"])

@@ -1,4 +1,4 @@
-"""What every cluster environment answers: who started the ranks, and where rank numbers come from."""
+"""What every cluster environment answers: who started the ranks, and where ranks come from."""
 
 from __future__ import annotations
 

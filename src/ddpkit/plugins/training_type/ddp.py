@@ -147,12 +147,15 @@ class DDPPlugin(TrainingTypePlugin):
         else:
             store = self._make_store()
             dist.init_process_group(
-                self.backend, store=store, rank=self.global_rank, world_size=self.world_size,
+                self.backend,
+                store=store,
+                rank=self.global_rank,
+                world_size=self.world_size,
                 **kwargs,
             )
         self._owns_process_group = True
 
-    def _make_store(self) -> dist.TCPStore:
+    def _make_store(self) -> Any:
         env = self._env
         is_master = self.global_rank == 0
         timeout = self.timeout or datetime.timedelta(minutes=30)
@@ -163,9 +166,14 @@ class DDPPlugin(TrainingTypePlugin):
                 self.store_socket = _listen("127.0.0.1" if self.all_ranks_local else "", port)
                 self._owns_store_socket = True
             listen_fd = os.dup(self.store_socket.fileno())
-        return dist.TCPStore(
-            address, port, self.world_size, is_master, timeout,
-            wait_for_workers=False, master_listen_fd=listen_fd,
+        return dist.TCPStore(  # type: ignore[attr-defined]
+            address,
+            port,
+            self.world_size,
+            is_master,
+            timeout,
+            wait_for_workers=False,
+            master_listen_fd=listen_fd,
         )
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
