@@ -1,0 +1,5 @@
+"""The Trainer and the loop it runs on every rank."""
+
+from ddpkit.trainer.trainer import Trainer
+
+__all__ = ["Trainer"]

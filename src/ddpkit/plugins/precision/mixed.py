@@ -29,10 +29,13 @@ class MixedPrecisionPlugin(PrecisionPlugin):
         self.precision = precision  # type: ignore[misc]
         self._scaler: torch.amp.GradScaler | None = None
 
-    def setup(self, device_type: str) -> None:
-        super().setup(device_type)
-        if self.precision == "16-mixed":
-            self._scaler = torch.amp.GradScaler(device_type)
+    @property
+    def scaler(self) -> torch.amp.GradScaler | None:
+        """float16's gradient scaler, made on first use: building one touches CUDA, which a
+        Trainer must not do at construction."""
+        if self.precision == "16-mixed" and self._scaler is None:
+            self._scaler = torch.amp.GradScaler(self.device_type)
+        return self._scaler
 
     @property
     def dtype(self) -> torch.dtype:
@@ -44,25 +47,25 @@ class MixedPrecisionPlugin(PrecisionPlugin):
             yield
 
     def backward(self, loss: torch.Tensor) -> None:
-        if self._scaler is not None:
-            self._scaler.scale(loss).backward()
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
         else:
             loss.backward()
 
     def unscale_gradients(self, optimizer: torch.optim.Optimizer) -> None:
-        if self._scaler is not None:
-            self._scaler.unscale_(optimizer)
+        if self.scaler is not None:
+            self.scaler.unscale_(optimizer)
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        if self._scaler is not None:
-            self._scaler.step(optimizer)
-            self._scaler.update()
+        if self.scaler is not None:
+            self.scaler.step(optimizer)
+            self.scaler.update()
         else:
             optimizer.step()
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scaler": self._scaler.state_dict()} if self._scaler is not None else {}
+        return {"scaler": self.scaler.state_dict()} if self.scaler is not None else {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if self._scaler is not None and "scaler" in state:
-            self._scaler.load_state_dict(state["scaler"])
+        if self.scaler is not None and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
