@@ -129,12 +129,16 @@ def _epoch_rows(trainer: Trainer) -> list[str]:
     path = Path(trainer.default_root_dir) / "metrics.csv"
     if not path.exists():
         return []
-    rows = []
+    epochs: dict[str, dict[str, str]] = {}
     for row in csv.DictReader(path.open()):
         values = {k: v for k, v in row.items() if v and k not in ("epoch", "step")}
         if any(k.endswith("_epoch") or k.startswith("val_") for k in values):
-            shown = "  ".join(f"{k}={float(v):.4f}" for k, v in sorted(values.items()))
-            rows.append(f"epoch {row['epoch']} step {row['step']}: {shown}")
+            epochs.setdefault(row["epoch"], {"step": row["step"]}).update(values)
+    rows = []
+    for epoch, values in epochs.items():
+        step = values.pop("step")
+        shown = "  ".join(f"{k}={float(v):.4f}" for k, v in sorted(values.items()))
+        rows.append(f"epoch {epoch} (step {step}): {shown}")
     return rows
 
 

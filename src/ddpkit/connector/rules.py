@@ -192,8 +192,11 @@ def choose_training_type(
     if world_size == 1:
         return Choice("single_device", "world size 1"), False
     if req.legacy_default_spawn:
+        source = devices.reason
+        if req.flags.accelerator == "ddp_cpu":
+            source = f"accelerator='ddp_cpu' with {devices.reason}"
         return Choice(
-            "ddp_spawn", f"{devices.reason}: several devices from legacy flags (1.x default)"
+            "ddp_spawn", f"{source}: spawn, the 1.x default for several devices (deprecated)"
         ), True
     return Choice("ddp", f"{devices.reason}: several devices (modern default)"), False
 
