@@ -311,6 +311,7 @@ def test_num_nodes_multiplies_world_size(machine: Machine) -> None:
         ({"precision": "16-mixed"}, r"precision='16-mixed' needs a GPU.*bf16-mixed"),
         ({"plugins": [object()]}, r"is not a training type, cluster environment, precision"),
         ({"strategy": "single_device", "devices": 2}, r"runs one process.*world size 2"),
+        ({"strategy": SingleDevicePlugin(), "devices": 2}, r"SingleDevicePlugin.*runs one process.*world size 2"),
         ({"accelerator": "ddp_spawn", "plugins": [DDPPlugin()]}, r"asks for 'ddp_spawn'.*'ddp'"),
     ],
 )  # fmt: skip

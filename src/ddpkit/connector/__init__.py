@@ -6,14 +6,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ddpkit.accelerators.base import Accelerator
 from ddpkit.connector.build import Built, build
 from ddpkit.connector.flags import Flags
 from ddpkit.connector.plan import Choice, Plan, PlanWarning
 from ddpkit.connector.probe import Probe
 from ddpkit.connector.rules import resolve
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.launchers.base import Launcher
+from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = [
@@ -44,8 +47,22 @@ class AcceleratorConnector:
     def explain(self) -> str:
         return self.plan.explain()
 
-    def __getattr__(self, name: str) -> Any:
-        # accelerator, training_type, precision_plugin, cluster_environment, launcher
-        if name != "built" and "built" in self.__dict__:
-            return getattr(self.__dict__["built"], name)
-        raise AttributeError(name)
+    @property
+    def accelerator(self) -> Accelerator:
+        return self.built.accelerator
+
+    @property
+    def training_type_plugin(self) -> TrainingTypePlugin:
+        return self.built.training_type
+
+    @property
+    def precision_plugin(self) -> PrecisionPlugin:
+        return self.built.precision_plugin
+
+    @property
+    def cluster_environment(self) -> ClusterEnvironment:
+        return self.built.cluster_environment
+
+    @property
+    def launcher(self) -> Launcher | None:
+        return self.built.launcher

@@ -162,6 +162,11 @@ def choose_training_type(
     external = _external(req, environment)
     instance = req.training_type_instance
     if instance is not None:
+        if instance.name == "single_device" and world_size > 1:
+            raise MisconfigurationError(
+                f"{call}: {req.training_type_source} runs one process, but the flags ask for "
+                f"world size {world_size}. Fix: pass devices=1, or strategy='ddp'."
+            )
         if external and instance.name == "ddp_spawn":
             raise MisconfigurationError(
                 f"{call}: {req.training_type_source} spawns ranks, but {environment.value} "
