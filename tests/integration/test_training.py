@@ -1,0 +1,221 @@
+"""Every training type really trains: real ranks, real gloo, compared with hand-written DDP.
+
+Each distributed test runs in a fresh interpreter of its own (``@pytest.mark.standalone``): the
+subprocess launcher re-runs exactly that test id for rank 1, so rank 1 executes the same test
+body, trains, writes its result file at ``on_fit_end`` and returns; rank zero (the test's own
+process) compares every rank's file with the reference. Spawned ranks write the same files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch._dynamo  # noqa: F401  (see below)
+from torch.utils.data import DataLoader
+from training_scripts.regression import (
+    BATCH,
+    N_SAMPLES,
+    SAMPLER_SEED,
+    Regressor,
+    ddp_reference_worker,
+    make_dataset,
+    shard_indices,
+    simulate_ddp,
+    wait_for,
+)
+
+import ddpkit
+from ddpkit import DDPKitDeprecationWarning, DDPPlugin, DDPSpawnPlugin, Trainer
+from ddpkit.trainer.checkpoint import load_checkpoint
+
+# DDP imports torch._dynamo lazily, and that import exports TORCHINDUCTOR_CACHE_DIR (torch's own
+# process-wide setting); imported at collection, the root conftest's environment guard does not
+# blame the first test that wraps a model in DDP.
+
+EPOCHS = 3
+STEPS_PER_EPOCH = N_SAMPLES // (2 * BATCH)
+_SHARED = "DDPKIT_TEST_SHARED_DIR"
+
+
+@pytest.fixture
+def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder every rank of the test sees: rank zero's ``tmp_path``, handed through the
+    environment to the ranks it starts (a re-run test would get a ``tmp_path`` of its own)."""
+    path = Path(os.environ.get(_SHARED) or tmp_path)
+    monkeypatch.setenv(_SHARED, str(path))
+    return path
+
+
+@pytest.fixture
+def seeded(monkeypatch: pytest.MonkeyPatch) -> int:
+    """``seed_everything`` as a user calls it; monkeypatch restores the DDPKIT_SEED it exports."""
+    monkeypatch.setenv("DDPKIT_SEED", str(SAMPLER_SEED))
+    return ddpkit.seed_everything(SAMPLER_SEED)
+
+
+def net_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A Regressor's weights, keyed like the bare network the references train."""
+    return {k.removeprefix("net."): v.detach().cpu() for k, v in state.items()}
+
+
+def assert_weights_close(
+    actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]
+) -> None:
+    assert sorted(actual) == sorted(expected)
+    for name in expected:
+        torch.testing.assert_close(actual[name], expected[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+# -- the reference itself --------------------------------------------------------------------
+
+
+@pytest.mark.timeout(180)
+def test_simulated_reference_equals_a_real_ddp_loop(tmp_path: Path) -> None:
+    """The one-process simulation the tests compare with is what real DDP over gloo computes."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(
+        ddp_reference_worker,
+        args=(2, str(tmp_path / "store"), EPOCHS, str(tmp_path)),
+        nprocs=2,
+        join=True,
+    )
+    ranks = [torch.load(tmp_path / f"reference-rank{r}.pt", weights_only=True) for r in (0, 1)]
+    for name in ranks[0]:
+        assert torch.equal(ranks[0][name], ranks[1][name]), name
+    assert_weights_close(ranks[0], simulate_ddp(epochs=EPOCHS))
+    # ... and the comparison can fail: one rank's data alone trains other weights.
+    one_rank = simulate_ddp(epochs=EPOCHS, world_size=1)
+    assert not torch.allclose(one_rank["0.weight"], ranks[0]["0.weight"], atol=1e-4)
+
+
+# -- the mission's four calls ----------------------------------------------------------------
+
+MISSION: dict[str, tuple[Callable[[], dict[str, Any]], type, str]] = {
+    "ddp_cpu": (
+        lambda: {"accelerator": "ddp_cpu", "num_processes": 2},
+        DDPSpawnPlugin,
+        "spawn",
+    ),
+    "ddp_cpu+DDPSpawnPlugin": (
+        lambda: {
+            "accelerator": "ddp_cpu",
+            "num_processes": 2,
+            "plugins": [DDPSpawnPlugin(find_unused_parameters=True)],
+        },
+        DDPSpawnPlugin,
+        "spawn",
+    ),
+    "ddp_cpu+DDPPlugin": (
+        lambda: {
+            "accelerator": "ddp_cpu",
+            "num_processes": 2,
+            "plugins": [DDPPlugin(find_unused_parameters=True)],
+        },
+        DDPPlugin,
+        "subprocess",
+    ),
+    "num_processes+DDPPlugin": (
+        lambda: {"num_processes": 2, "plugins": [DDPPlugin()]},
+        DDPPlugin,
+        "subprocess",
+    ),
+}
+
+
+@pytest.mark.standalone
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("call", sorted(MISSION))
+def test_mission_call_trains_like_hand_written_ddp(
+    call: str, shared_dir: Path, seeded: int
+) -> None:
+    make_flags, plugin_type, launcher = MISSION[call]
+    legacy = call == "ddp_cpu"
+    warns = (
+        pytest.warns(DDPKitDeprecationWarning, match="ddp_cpu")
+        if legacy
+        else contextlib.nullcontext()
+    )
+    root = shared_dir / "root"
+    with warns:
+        trainer = Trainer(
+            **make_flags(), max_epochs=EPOCHS, default_root_dir=root, enable_progress_bar=False
+        )
+    assert type(trainer.strategy) is plugin_type
+    assert trainer.accelerator_connector.plan.launcher.value == launcher
+    assert trainer.world_size == 2
+
+    model = Regressor(shared_dir, tag="fit")
+    untrained = {k: v.clone() for k, v in net_state(model.state_dict()).items()}
+    loader = DataLoader(make_dataset(), batch_size=BATCH, shuffle=True)
+    trainer.fit(model, loader)
+    if trainer.global_rank != 0:
+        return  # rank 1 re-ran this test: its file is written; rank zero checks everything
+
+    ranks = [wait_for(shared_dir / f"fit-rank{r}.pt") for r in (0, 1)]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert [r["world_size"] for r in ranks] == [2, 2]
+    assert ranks[0]["pid"] != ranks[1]["pid"]
+    if launcher == "subprocess":
+        assert ranks[0]["pid"] == os.getpid()  # rank zero is the user's process
+    else:
+        assert os.getpid() not in {r["pid"] for r in ranks}  # the parent does not train
+
+    # The loss goes down (rank zero's own shard, first epoch against last).
+    losses = torch.tensor(ranks[0]["record"]["losses"]).view(EPOCHS, STEPS_PER_EPOCH)
+    first, last = losses[0].mean().item(), losses[-1].mean().item()
+    assert last < 0.5 * first, (first, last)
+
+    # The final weights are identical on both ranks and equal the hand-written DDP loop's.
+    w0, w1 = (net_state(r["state_dict"]) for r in ranks)
+    for name in w0:
+        assert torch.equal(w0[name], w1[name]), name
+    assert_weights_close(w0, simulate_ddp(epochs=EPOCHS))
+    assert not torch.allclose(w0["0.weight"], untrained["0.weight"])
+
+    # The user's model holds them: trained in place (subprocess) or adopted by the parent (spawn).
+    for name, value in net_state(model.state_dict()).items():
+        assert torch.equal(value, w0[name]), name
+
+    # Counters, metrics and the checkpoint are rank zero's, in this process too.
+    assert (trainer.global_step, trainer.current_epoch) == (EPOCHS * STEPS_PER_EPOCH, EPOCHS)
+    assert ranks[0]["global_step"] == trainer.global_step
+    assert {k: float(v) for k, v in trainer.callback_metrics.items()} == ranks[0][
+        "callback_metrics"
+    ]
+    assert trainer.checkpoint_path is not None
+    ckpt = load_checkpoint(trainer.checkpoint_path)
+    assert (ckpt["global_step"], ckpt["epoch"]) == (trainer.global_step, EPOCHS)
+    for name, value in net_state(ckpt["state_dict"]).items():
+        assert torch.equal(value, w0[name]), name
+    last_step = EPOCHS * STEPS_PER_EPOCH
+    assert files_under(root) == [
+        f"checkpoints/epoch={EPOCHS - 1}-step={last_step}.ckpt",
+        "metrics.csv",
+    ]
+
+    # Each rank got a disjoint shard, reshuffled every epoch, covering the data set.
+    seen = [{int(e): v for e, v in r["record"]["indices"].items()} for r in ranks]
+    for epoch in range(EPOCHS):
+        shard0, shard1 = seen[0][epoch], seen[1][epoch]
+        assert set(shard0).isdisjoint(shard1)
+        assert sorted(shard0 + shard1) == list(range(N_SAMPLES))
+        assert [shard0, shard1] == shard_indices(N_SAMPLES, 2, epoch)
+    assert seen[0][0] != seen[0][1]
+
+    # sync_dist metrics are equal on all ranks; the unsynced one shows each rank's own value.
+    m0, m1 = (r["callback_metrics"] for r in ranks)
+    for name in ("train_loss_epoch", "train_loss_step", "rank_mean", "rank_max"):
+        assert m0[name] == m1[name], name
+    assert (m0["rank_mean"], m0["rank_max"]) == (0.5, 1.0)
+    assert (m0["rank_local"], m1["rank_local"]) == (0.0, 1.0)
