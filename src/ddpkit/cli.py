@@ -95,13 +95,20 @@ def environment_report() -> dict[str, Any]:
     from ddpkit.connector import Probe
     from ddpkit.connector.flags import Flags, translate
     from ddpkit.connector.rules import ENVIRONMENT_DETECTION, choose_environment
+    from ddpkit.plugins.environments import ClusterEnvironment, LocalEnvironment
 
     probe = Probe.capture()
     choice = choose_environment(translate(Flags.of()), probe.env)
+    # The detected launcher's variables; for "local", every launcher variable that is set,
+    # since those (a SLURM batch step, a one-task srun step, NODE_RANK) decided it too.
     matched: dict[str, str] = {}
-    for cls in ENVIRONMENT_DETECTION:
+    classes: tuple[type[ClusterEnvironment], ...] = (*ENVIRONMENT_DETECTION, LocalEnvironment)
+    for cls in classes:
         if cls.name == choice.value:
             matched = cls.matched_variables(probe.env)
+    if choice.value == LocalEnvironment.name:
+        for cls in ENVIRONMENT_DETECTION:
+            matched.update(cls.matched_variables(probe.env))
     return {
         "ddpkit": __version__,
         "torch": torch.__version__,

@@ -20,7 +20,8 @@ from ddpkit.connector.plan import Choice, Plan, PlanWarning
 from ddpkit.connector.probe import Probe
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.environments.slurm import SLURMEnvironment
+from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
+from ddpkit.plugins.environments.slurm import SLURMEnvironment, slurm_local_reason, srun_warning
 from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 
 __all__ = [
@@ -39,7 +40,9 @@ ENVIRONMENT_DETECTION: tuple[type[ClusterEnvironment], ...] = (
     # torchrun exports RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK and LOCAL_WORLD_SIZE to each
     # worker. It is checked first: torchrun inside a SLURM allocation is torchrun's job.
     TorchElasticEnvironment,
-    # srun exports SLURM_PROCID and SLURM_STEP_ID to each task; a batch script has no step id.
+    # srun exports SLURM_STEP_ID and SLURM_STEP_NUM_TASKS to the tasks of a step; detected for a
+    # step of several tasks. A batch script has no step id; a one-task step leaves its ranks to
+    # ddpkit (slurm_local_reason says which, in the plan).
     SLURMEnvironment,
 )
 
@@ -112,20 +115,14 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
         if cls.detect(env):
             matched = ", ".join(f"{k}={v}" for k, v in cls.matched_variables(env).items())
             return Choice(cls.name, f"{matched}")
-    if "SLURM_NTASKS" in env and "SLURM_STEP_ID" not in env:
-        return Choice(
-            "local",
-            f"SLURM batch step (SLURM_NTASKS={env['SLURM_NTASKS']} but no SLURM_STEP_ID): "
-            f"not a task srun started, so ddpkit starts the ranks itself",
-        )
-    if "SLURM_NTASKS" in env:
-        return Choice(
-            "local",
-            f"SLURM_JOB_NAME={env.get('SLURM_JOB_NAME')!r} is an interactive allocation: "
-            f"ddpkit starts the ranks itself",
-        )
     if "LOCAL_RANK" in env:
         return Choice("local", f"LOCAL_RANK={env['LOCAL_RANK']}: a rank ddpkit's launcher started")
+    slurm = slurm_local_reason(env)
+    if slurm is not None:
+        return Choice("local", slurm)
+    if "NODE_RANK" in env:
+        given = ", ".join(f"{k}={env[k]}" for k in RENDEZVOUS_VARIABLES if k in env)
+        return Choice("local", f"{given}: one node of several; ddpkit starts the ranks of this one")
     return Choice("local", "no torchrun or SLURM variables: ddpkit starts the ranks")
 
 
@@ -140,12 +137,10 @@ def check_environment(
     """The flags must agree with the launcher that started the ranks (world size, nodes)."""
     instance = req.environment_instance
     if instance is None:
-        detected = {cls.name: cls for cls in ENVIRONMENT_DETECTION}.get(environment.value)
-        if detected is None:
-            return
-        instance = detected(env)
-    if instance.creates_processes_externally:
-        instance.validate(devices, num_nodes, call)
+        classes: tuple[type[ClusterEnvironment], ...] = (*ENVIRONMENT_DETECTION, LocalEnvironment)
+        known = {cls.name: cls for cls in classes}
+        instance = known[environment.value](env)
+    instance.validate(devices, num_nodes, call)
 
 
 def _external(req: Request, environment: Choice[str]) -> bool:
@@ -256,6 +251,9 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
                 f"flag, which is deprecated. The same run, spelled today: {modern}"
             )
         )
+    srun = srun_warning(call, probe.env, world_size) if environment.value == "local" else None
+    if srun is not None:
+        warnings.append(PlanWarning(srun, deprecation=False))
     if req.unused_gpus is not None:
         warnings.append(
             PlanWarning(

@@ -14,7 +14,14 @@ _REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE
 
 
 class TorchElasticEnvironment(ClusterEnvironment):
-    """Ranks, world size and the rendezvous address come from torchrun's variables."""
+    """torchrun started every rank: ranks, world size and the rendezvous come from its variables.
+
+    torchrun exports ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` (the node rank),
+    ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` / ``MASTER_PORT`` (its agent's store) and
+    ``TORCHELASTIC_RUN_ID`` to each worker. ddpkit starts nothing: ``torchrun --nproc-per-node=2
+    train.py`` with ``accelerator="ddp_cpu"``, ``strategy="ddp_spawn"`` or ``strategy="ddp"``
+    trains the same two ranks.
+    """
 
     name: ClassVar[str] = "torchelastic"
     detection_variables: ClassVar[tuple[str, ...]] = (*_REQUIRED, "TORCHELASTIC_RUN_ID")
@@ -47,11 +54,20 @@ class TorchElasticEnvironment(ClusterEnvironment):
 
     def validate(self, devices: int, num_nodes: int, call: str) -> None:
         actual = self.world_size()
+        local = self._int("LOCAL_WORLD_SIZE")
+        nodes = max(1, actual // max(1, local))
+        fix = (
+            f"Fix: pass devices={local}, num_nodes={nodes} (or start torchrun with "
+            f"--nproc-per-node={devices} --nnodes={num_nodes})."
+        )
         if devices * num_nodes != actual:
-            local = self._int("LOCAL_WORLD_SIZE")
             raise MisconfigurationError(
                 f"{call}: devices({devices}) × num_nodes({num_nodes}) = {devices * num_nodes}, "
-                f"but torchrun started WORLD_SIZE={actual} (LOCAL_WORLD_SIZE={local}). "
-                f"Fix: pass devices={local}, num_nodes={max(1, actual // max(1, local))} "
-                f"(or change torchrun's --nproc-per-node / --nnodes)."
+                f"but torchrun started WORLD_SIZE={actual} (LOCAL_WORLD_SIZE={local}). {fix}"
+            )
+        if devices != local:
+            raise MisconfigurationError(
+                f"{call}: devices={devices} processes on each node, but torchrun started "
+                f"LOCAL_WORLD_SIZE={local} on this one (WORLD_SIZE={actual} = {local} × {nodes} "
+                f"nodes). {fix}"
             )

@@ -139,8 +139,10 @@ class DDPPlugin(TrainingTypePlugin):
         kwargs: dict[str, Any] = {}
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
-        if self._env.creates_processes_externally and "MASTER_PORT" in self._env.env:
+        external = self._env.creates_processes_externally
+        if external and {"MASTER_ADDR", "MASTER_PORT"} <= self._env.env.keys():
             # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
+            # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
             dist.init_process_group(
                 self.backend, rank=self.global_rank, world_size=self.world_size, **kwargs
             )
