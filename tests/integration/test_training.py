@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 import torch
-import torch._dynamo  # noqa: F401  (see below)
+import torch._dynamo
 from torch.utils.data import DataLoader
 from training_scripts.regression import (
     BATCH,
     N_SAMPLES,
     SAMPLER_SEED,
+    CountingDDPPlugin,
     Regressor,
     ddp_reference_worker,
     make_dataset,
@@ -219,3 +220,91 @@ def test_mission_call_trains_like_hand_written_ddp(
         assert m0[name] == m1[name], name
     assert (m0["rank_mean"], m0["rank_max"]) == (0.5, 1.0)
     assert (m0["rank_local"], m1["rank_local"]) == (0.0, 1.0)
+
+
+# -- accumulation, a second fit, resume -------------------------------------------------------
+
+
+@pytest.mark.standalone
+@pytest.mark.timeout(240)
+def test_accumulation_skips_the_allreduce_and_matches_the_large_batch(
+    shared_dir: Path, seeded: int
+) -> None:
+    """Half batches accumulated twice under ``no_sync`` give the large-batch weights; a second
+    ``fit`` on the same trainer trains again with the same subprocess ranks."""
+    plugin = CountingDDPPlugin()
+    trainer = Trainer(
+        accelerator="cpu",
+        devices=2,
+        strategy=plugin,
+        max_epochs=EPOCHS,
+        accumulate_grad_batches=2,
+        default_root_dir=shared_dir / "root",
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+    )
+    half = DataLoader(make_dataset(), batch_size=BATCH // 2, shuffle=True)
+    trainer.fit(Regressor(shared_dir, tag="accumulate"), half)
+    trainer.fit(Regressor(shared_dir, tag="again"), half)
+    if trainer.global_rank != 0:
+        return
+
+    ranks = [wait_for(shared_dir / f"accumulate-rank{r}.pt") for r in (0, 1)]
+    steps = EPOCHS * STEPS_PER_EPOCH  # as many optimizer steps as with full batches
+    for r in ranks:
+        assert len(r["record"]["losses"]) == 2 * steps  # two micro-batches per step
+        assert r["global_step"] == steps
+        assert r["allreduces"] == steps  # the accumulation steps ran under no_sync
+    w0, w1 = (net_state(r["state_dict"]) for r in ranks)
+    for name in w0:
+        assert torch.equal(w0[name], w1[name]), name
+    assert_weights_close(w0, simulate_ddp(epochs=EPOCHS, batch_size=BATCH))
+    small_steps = simulate_ddp(epochs=EPOCHS, batch_size=BATCH // 2)
+    assert not torch.allclose(w0["0.weight"], small_steps["0.weight"], atol=1e-4)
+
+    # The second fit: same ranks (rank 1 was not started again), counted from step 0 again,
+    # and, from the same initial weights, the same result.
+    again = [wait_for(shared_dir / f"again-rank{r}.pt") for r in (0, 1)]
+    assert [r["pid"] for r in again] == [r["pid"] for r in ranks]
+    assert [r["global_step"] for r in again] == [steps, steps]
+    assert again[0]["record"]["steps"][0] == 0
+    for name, value in net_state(again[0]["state_dict"]).items():
+        assert torch.equal(value, w0[name]), name
+    assert trainer.global_step == steps
+
+
+@pytest.mark.standalone
+@pytest.mark.timeout(240)
+def test_resume_continues_from_the_saved_step(shared_dir: Path, seeded: int) -> None:
+    """A new run resumed from the first run's checkpoint (model, optimizer momentum, counters)
+    ends where an uninterrupted run ends."""
+    loader = DataLoader(make_dataset(), batch_size=BATCH, shuffle=True)
+    common: dict[str, Any] = {
+        "accelerator": "cpu",
+        "devices": 2,
+        "strategy": "ddp_spawn",
+        "enable_progress_bar": False,
+    }
+    first = Trainer(**common, max_epochs=1, default_root_dir=shared_dir / "first")
+    first.fit(Regressor(shared_dir, tag="first"), loader)
+    assert first.checkpoint_path is not None
+    saved = load_checkpoint(first.checkpoint_path)
+    assert (saved["epoch"], saved["global_step"]) == (1, STEPS_PER_EPOCH)
+    assert saved["optimizer_states"][0]["state"]  # the momentum buffers travel with it
+    assert_weights_close(net_state(saved["state_dict"]), simulate_ddp(epochs=1))
+
+    second = Trainer(**common, max_epochs=EPOCHS, default_root_dir=shared_dir / "second")
+    model = Regressor(shared_dir, tag="resumed")
+    second.fit(model, loader, ckpt_path=first.checkpoint_path)
+
+    ranks = [wait_for(shared_dir / f"resumed-rank{r}.pt") for r in (0, 1)]
+    for r in ranks:
+        assert r["record"]["steps"][0] == STEPS_PER_EPOCH  # not from zero
+        assert r["record"]["epochs"][0] == 1
+        assert len(r["record"]["losses"]) == (EPOCHS - 1) * STEPS_PER_EPOCH
+    assert (second.global_step, second.current_epoch) == (EPOCHS * STEPS_PER_EPOCH, EPOCHS)
+    w0, w1 = (net_state(r["state_dict"]) for r in ranks)
+    for name in w0:
+        assert torch.equal(w0[name], w1[name]), name
+    assert_weights_close(w0, simulate_ddp(epochs=EPOCHS))  # the uninterrupted run
+    assert_weights_close(net_state(model.state_dict()), w0)

@@ -175,6 +175,9 @@ class _Run:
         trainer, model, plugin = self.trainer, self.model, self.plugin
         optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
         trainer._current_optim = (optimizers, schedulers)
+        # Every fit is a run of its own: it counts from zero, unless it resumes a checkpoint
+        # (a second fit on the same trainer would otherwise stop at once at max_steps).
+        trainer.current_epoch = trainer.global_step = 0
         start_epoch = 0
         if ckpt_path is not None:
             start_epoch = trainer._restore(ckpt_path, model, optimizers, schedulers)
