@@ -16,7 +16,10 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """``torch.save`` to a temporary file in the same folder, fsync, rename.
 
     A crash at any point leaves either the previous file or the new one, never a truncated one
-    (rename within one file system is atomic). The temporary file is removed on failure.
+    (rename within one file system is atomic). The temporary file is removed when the save
+    raises; a process killed outright (SIGKILL, power loss) can leave it behind as a hidden
+    sibling ``.<name>.<random>.tmp``, which no ``*.ckpt`` pattern matches and which is safe to
+    delete.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
