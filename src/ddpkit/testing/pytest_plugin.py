@@ -1,4 +1,17 @@
-"""ddpkit's pytest plugin: hooks only; the work lives in ddpkit.testing's modules."""
+"""ddpkit's pytest plugin: hooks and fixtures only; the work lives in ddpkit.testing's modules.
+
+Load it with ``-p ddpkit.testing.pytest_plugin`` or ``pytest_plugins =
+["ddpkit.testing.pytest_plugin"]`` (it never loads itself). It gives:
+
+- an autouse fixture that destroys any process group a test left (``--ddpkit-strict-leaks``
+  or ini ``ddpkit_strict_leaks = true``: the test fails for it) and fails a test that leaves
+  child processes running;
+- ``@pytest.mark.standalone(timeout=None)``: the test runs in a fresh interpreter of its own;
+- ``@pytest.mark.distributed(world_size=2, backend="gloo", timeout=None)`` and the ``dist``
+  fixture: the test runs on ``world_size`` fresh ranks with a process group initialized.
+
+See docs/testing.md.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +19,151 @@ from collections.abc import Iterator
 
 import pytest
 
-from ddpkit.testing.isolation import destroy_process_group_if_any
+from ddpkit.testing import distributed, isolated, isolation
+from ddpkit.testing.child import ChildContext
+from ddpkit.testing.distributed import DistInfo
+from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
+
+_CHILD = pytest.StashKey[ChildContext | None]()
+_LEAKERS = pytest.StashKey[list[str]]()
+_DIST = pytest.StashKey[DistInfo]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ddpkit")
+    group.addoption(
+        "--ddpkit-strict-leaks",
+        action="store_true",
+        default=None,
+        help="fail a test that leaves a torch.distributed process group initialized "
+        "(default: destroy it and list the test in the summary)",
+    )
+    parser.addini(
+        "ddpkit_strict_leaks",
+        type="bool",
+        default=False,
+        help="like --ddpkit-strict-leaks",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", STANDALONE_HELP)
+    config.addinivalue_line("markers", DISTRIBUTED_HELP)
+    # First of all configure hooks: a rank the test started sends its output to its own log
+    # before pytest's faulthandler and terminal writer take hold of it.
+    child = ChildContext.from_env()
+    if child is not None:
+        child.start()
+        config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
+    config.stash[_CHILD] = child
+    config.stash[_LEAKERS] = []
+
+
+def _is_child(config: pytest.Config) -> bool:
+    return config.stash.get(_CHILD, None) is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.has_plugin("timeout"):
+        return
+    for item in items:
+        if _is_child(config):
+            # The parent ends the process tree at the timeout and shows every rank's stacks;
+            # pytest-timeout firing first inside one rank would show one.
+            item.add_marker(pytest.mark.timeout(0), append=False)
+            continue
+        if isolated.isolation_of(item) is None:
+            continue
+        try:
+            spec = isolated.spec_of(item)
+        except ValueError:
+            continue  # reported when the test runs
+        assert spec is not None
+        timeout = isolated.timeout_of(item, spec)
+        if timeout is not None:
+            item.add_marker(
+                pytest.mark.timeout(timeout + isolated.PARENT_TIMEOUT_SLACK_SECONDS), append=False
+            )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if _is_child(item.config) or isolated.isolation_of(item) is None:
+        return None
+    isolated.run(item, nextitem)
+    return True
+
+
+class _ChildReporter:
+    """In an isolated test's interpreter: leave every test report for the parent."""
+
+    def __init__(self, config: pytest.Config, child: ChildContext) -> None:
+        self.config = config
+        self.child = child
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+        self.child.record_report(data)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    leakers = terminalreporter.config.stash.get(_LEAKERS, [])
+    if leakers:
+        terminalreporter.write_sep("-", "ddpkit: process groups left initialized (destroyed)")
+        for nodeid in leakers:
+            terminalreporter.write_line(nodeid)
+        terminalreporter.write_line(
+            "Fix: destroy the group in the test; --ddpkit-strict-leaks fails these tests."
+        )
+
+
+def _strict_leaks(config: pytest.Config) -> bool:
+    option = config.getoption("ddpkit_strict_leaks", None)
+    return bool(option) if option is not None else bool(config.getini("ddpkit_strict_leaks"))
 
 
 @pytest.fixture(autouse=True)
-def _ddpkit_destroy_process_group() -> Iterator[None]:
+def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Before each test: note this process's children (and, in a rank of a distributed test,
+    join its process group). After: destroy any process group, end the children it left."""
+    item = request.node
+    config = request.config
+    child = config.stash.get(_CHILD, None)
+    snapshot = isolation.ChildSnapshot()
+    owns_group = False
+    if child is not None and isolated.isolation_of(item) == "distributed":
+        spec = isolated.spec_of(item)
+        assert isinstance(spec, DistributedSpec)
+        child.mark_arrived()
+        item.stash[_DIST] = distributed.init_group(spec)
+        owns_group = True
     yield
-    destroy_process_group_if_any()
+    problems = []
+    if owns_group:
+        distributed.destroy_group()
+    leaked_group = isolation.destroy_leaked_process_group()
+    if leaked_group is not None:
+        if _strict_leaks(config):
+            problems.append(isolation.leaked_group_message(item.nodeid, leaked_group))
+        else:
+            config.stash[_LEAKERS].append(item.nodeid)
+    leaked = isolation.leaked_children(snapshot, allow_ddpkit_ranks=child is not None)
+    if leaked:
+        isolation.end_leaked(leaked)
+        problems.append(isolation.leaked_children_message(item.nodeid, leaked))
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def dist(request: pytest.FixtureRequest) -> DistInfo:
+    """The rank, world size, device and backend of a ``@pytest.mark.distributed`` test."""
+    info: DistInfo | None = request.node.stash.get(_DIST, None)
+    if info is None:
+        pytest.fail(
+            f"{request.node.nodeid} uses the dist fixture without @pytest.mark.distributed. "
+            f"Fix: decorate it with @pytest.mark.distributed(world_size=2).",
+            pytrace=False,
+        )
+    return info

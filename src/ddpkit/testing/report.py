@@ -1,0 +1,329 @@
+"""The parent's verdict on an isolated test: the reports pytest logs for it.
+
+The processes' own reports are relayed as they are whenever they tell the whole story (a pass, a
+failure with its traceback, a skip with its reason, an xfail), so the parent shows exactly what
+a run of the test in the fresh interpreter would. When they do not (a timeout, a crash, a rank
+that failed, never arrived or left processes behind), the parent writes one failure that names
+every rank's fate, the root cause first, with its traceback or its last lines of output.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pytest
+
+from ddpkit.testing.markers import DistributedSpec
+from ddpkit.testing.supervise import JobEnd, ProcessEnd
+
+__all__ = ["RankVerdict", "distributed_reports", "failed_reports", "standalone_reports"]
+
+Deserialize = Callable[[Mapping[str, Any]], Any]
+When = Literal["setup", "call", "teardown"]
+
+
+def _reports(end: ProcessEnd, deserialize: Deserialize) -> list[pytest.TestReport]:
+    if end.record is None:
+        return []
+    out = []
+    for data in end.record.reports:
+        rep = deserialize(data)
+        if isinstance(rep, pytest.TestReport):
+            out.append(rep)
+    return out
+
+
+def _phase(
+    item: pytest.Item,
+    when: When,
+    outcome: str,
+    longrepr: str | None,
+    sections: Sequence[tuple[str, str]] = (),
+) -> pytest.TestReport:
+    return pytest.TestReport(
+        nodeid=item.nodeid,
+        location=item.location,
+        keywords={name: 1 for name in item.keywords},
+        outcome=outcome,  # type: ignore[arg-type]
+        longrepr=longrepr,
+        when=when,
+        sections=sections,
+    )
+
+
+def failed_reports(
+    item: pytest.Item, when: When, text: str, sections: Sequence[tuple[str, str]] = ()
+) -> list[pytest.TestReport]:
+    """The reports of a test that failed in phase ``when`` with ``text`` as its failure (and
+    ``sections``, e.g. captured output, shown under it)."""
+    reports = []
+    if when != "setup":
+        reports.append(_phase(item, "setup", "passed", None))
+    reports.append(_phase(item, when, "failed", text, sections))
+    if when != "teardown":
+        reports.append(_phase(item, "teardown", "passed", None))
+    return reports
+
+
+def _finished(reports: Sequence[pytest.TestReport]) -> bool:
+    return any(r.when == "teardown" for r in reports)
+
+
+def _first_failure(reports: Sequence[pytest.TestReport]) -> pytest.TestReport | None:
+    return next((r for r in reports if r.failed), None)
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text.rstrip("\n"), "    ") if text.strip() else "    (no output)"
+
+
+def _output_block(end: ProcessEnd) -> str:
+    block = f"last lines of output:\n{_indent(end.output)}"
+    if end.stacks:
+        block += (
+            f"\nPython stacks when ddpkit ended it (innermost call first):\n{_indent(end.stacks)}"
+        )
+    return block
+
+
+def _how_it_exited(end: ProcessEnd) -> str:
+    if end.exitcode is None:
+        return "ended"
+    if end.exitcode < 0:
+        import signal
+
+        try:
+            return f"was killed by {signal.Signals(-end.exitcode).name}"
+        except ValueError:
+            return f"was killed by signal {-end.exitcode}"
+    return f"exited with code {end.exitcode}"
+
+
+# -- standalone -------------------------------------------------------------------------------
+
+
+def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
+    pids = ", ".join(str(p.pid) for p in end.processes)
+    assert end.timeout is not None
+    lines = [
+        f"{kind} test timed out after {end.timeout:g} s; ddpkit ended its process tree "
+        f"(pids {pids}). Fix: find where it hangs in the stacks below, or give it more time "
+        f"with @pytest.mark.{kind}(timeout=...)."
+    ]
+    if extra:
+        lines.append(extra)
+    for p in end.processes:
+        lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{_output_block(p)}")
+    return "\n".join(lines)
+
+
+def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport]) -> str:
+    """Why a rank the test started makes the test fail ('' when it does not)."""
+    failure = _first_failure(reports)
+    if failure is not None:
+        return (
+            f"--- rank {p.rank} (pid {p.pid}) failed in {failure.when} ---\n{failure.longreprtext}"
+        )
+    others = sorted({r.nodeid for r in reports} - {item.nodeid})
+    if others:
+        return (
+            f"--- rank {p.rank} (pid {p.pid}) ran other tests too: {', '.join(others)} ---\n"
+            f"Fix: start ranks of this test with the test's own command line (DDPPlugin does)."
+        )
+    if not _finished(reports):
+        fate = (
+            "was ended by ddpkit" if p.ended_by_ddpkit else "ended"
+        ) + " before it finished the test"
+        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{_output_block(p)}"
+    return ""
+
+
+def standalone_reports(
+    item: pytest.Item, end: JobEnd, deserialize: Deserialize
+) -> list[pytest.TestReport]:
+    """The reports of a standalone test: its interpreter's own, when they tell the story."""
+    direct = end.processes[0]
+    if end.timed_out:
+        return failed_reports(item, "call", _timeout_text("standalone", end))
+    reports = _reports(direct, deserialize)
+    if not _finished(reports):
+        text = (
+            f"the standalone test's interpreter (pid {direct.pid}) {_how_it_exited(direct)} "
+            f"before it finished the test.\n{_output_block(direct)}"
+        )
+        return failed_reports(item, "call", text)
+    problems = []
+    for p in end.processes[1:]:
+        problem = _rank_problem(item, p, _reports(p, deserialize))
+        if problem:
+            problems.append(problem)
+    if direct.exitcode not in (0, None) and _first_failure(reports) is None:
+        problems.append(
+            f"--- the test finished, but its interpreter (pid {direct.pid}) "
+            f"{_how_it_exited(direct)} ---\n{_output_block(direct)}"
+        )
+    if end.leftover:
+        problems.append(_leftover_text(end))
+    for rep in reports:
+        rep.nodeid = item.nodeid
+    if problems:
+        _fail_with(reports, "\n\n".join(problems))
+    return reports
+
+
+def _leftover_text(end: JobEnd) -> str:
+    listed = "\n".join(f"    pid {line}" for line in end.leftover)
+    return (
+        f"--- processes still running after the test's interpreters ended (ddpkit ended "
+        f"them) ---\n{listed}\nFix: wait for the processes the test starts before it returns."
+    )
+
+
+def _fail_with(reports: list[pytest.TestReport], text: str) -> None:
+    """Make the test's reports fail with ``text``: appended to a failure as a section, or
+    replacing the outcome of a test that passed or skipped."""
+    failure = _first_failure(reports)
+    if failure is not None:
+        failure.sections.append(("ddpkit: the other processes of this test", text))
+        return
+    target = next((r for r in reports if r.when == "call"), reports[0])
+    target.outcome = "failed"
+    target.longrepr = text
+    if hasattr(target, "wasxfail"):
+        del target.wasxfail
+
+
+# -- distributed ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankVerdict:
+    """One rank's fate, and where it stands in the root-cause order (lowest first)."""
+
+    end: ProcessEnd
+    reports: tuple[pytest.TestReport, ...]
+    status: str
+    """passed, skipped, xfailed, failed, crashed, never arrived, timed out, ended"""
+    order: tuple[float, float, int]
+
+    @property
+    def bad(self) -> bool:
+        return self.status in ("failed", "crashed", "never arrived", "timed out")
+
+
+def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool) -> RankVerdict:
+    """One rank's status. A rank ended by ddpkit is the cause only on a timeout; after another
+    rank's failure it is a consequence."""
+    failure = _first_failure(reports)
+    finished = _finished(reports)
+    rank = end.rank
+    if failure is not None:
+        return RankVerdict(end, tuple(reports), "failed", (1, failure.stop or end.ended_at, rank))
+    if finished and end.exitcode in (0, None):
+        skipped = next((r for r in reports if r.skipped), None)
+        if skipped is None:
+            status = "passed"
+        else:
+            status = "xfailed" if hasattr(skipped, "wasxfail") else "skipped"
+        return RankVerdict(end, tuple(reports), status, (4, 0, rank))
+    if end.ended_by_ddpkit:
+        if timed_out:
+            status = "timed out" if end.arrived else "never arrived"
+            return RankVerdict(end, tuple(reports), status, (2 if end.arrived else 0, 0, rank))
+        return RankVerdict(end, tuple(reports), "ended", (3, 0, rank))
+    return RankVerdict(end, tuple(reports), "crashed", (1, end.ended_at, rank))
+
+
+def _describe(v: RankVerdict, root: bool) -> str:
+    end = v.end
+    head = f"--- rank {end.rank} (pid {end.pid}): "
+    failure = _first_failure(v.reports)
+    if v.status == "failed" and failure is not None:
+        head += f"failed in {failure.when}"
+    elif v.status == "crashed":
+        head += f"{_how_it_exited(end)} before it finished the test"
+    elif v.status == "never arrived":
+        head += "never arrived: it did not reach init_process_group"
+    elif v.status == "timed out":
+        head += "still running at the timeout; ended by ddpkit"
+    elif v.status == "ended":
+        head += "ended by ddpkit after the root cause failed" + (
+            "" if end.arrived else " (it had not reached init_process_group)"
+        )
+    else:
+        head += v.status
+    head += " (root cause) ---" if root else " ---"
+    if v.status == "failed" and failure is not None:
+        return f"{head}\n{failure.longreprtext}"
+    if v.status in ("passed", "skipped", "xfailed"):
+        return head
+    return f"{head}\n{_output_block(end)}"
+
+
+def distributed_reports(
+    item: pytest.Item, spec: DistributedSpec, end: JobEnd, deserialize: Deserialize
+) -> list[pytest.TestReport]:
+    """The reports of a distributed test: it passes when every rank passes."""
+    ranks = [p for p in end.processes if p.direct]
+    verdicts = sorted(
+        (judge(p, _reports(p, deserialize), end.timed_out) for p in ranks),
+        key=lambda v: v.order,
+    )
+    extras = [
+        problem
+        for p in end.processes
+        if not p.direct and (problem := _rank_problem(item, p, _reports(p, deserialize)))
+    ]
+    if end.leftover:
+        extras.append(_leftover_text(end))
+    bad = [v for v in verdicts if v.bad]
+    shape = f"world_size={spec.world_size}, backend={spec.backend}"
+    if bad or extras:
+        root = verdicts[0]
+        missing = [v.end.rank for v in verdicts if v.status == "never arrived"]
+        if not bad:
+            head = f"distributed test ({shape}): every rank finished, but:"
+        elif end.timed_out:
+            assert end.timeout is not None
+            head = (
+                f"distributed test timed out after {end.timeout:g} s ({shape}); ddpkit ended "
+                f"every rank. Root cause: rank {root.end.rank}."
+            )
+        else:
+            head = (
+                f"distributed test failed on {len(bad)} of {spec.world_size} ranks ({shape}); "
+                f"root cause: rank {root.end.rank}."
+            )
+        if missing:
+            names = ", ".join(str(r) for r in missing)
+            head += (
+                f"\nRank{'s' if len(missing) > 1 else ''} {names} never arrived: "
+                f"{'they' if len(missing) > 1 else 'it'} did not reach init_process_group "
+                f"(stuck before the test: imports, collection or fixtures)."
+            )
+        described = [_describe(v, i == 0 and v.bad) for i, v in enumerate(verdicts)]
+        text = "\n\n".join([head, *described, *extras])
+        failure = _first_failure(root.reports)
+        when: When = "call"
+        if failure is not None and failure.when in ("setup", "teardown"):
+            when = failure.when
+        # Each failed rank's captured output, as pytest shows a test's own.
+        sections = [
+            (f"rank {v.end.rank}: {name}", content)
+            for v in verdicts
+            if (rank_failure := _first_failure(v.reports)) is not None
+            for name, content in rank_failure.sections
+        ]
+        return failed_reports(item, when, text, sections)
+    # Every rank finished cleanly: relay one rank's own reports (the first that skipped or
+    # xfailed, else rank 0's), so that a skip keeps its reason and an xfail its mark.
+    chosen = next((v for v in verdicts if v.status in ("skipped", "xfailed")), None)
+    if chosen is None:
+        chosen = min(verdicts, key=lambda v: v.end.rank)
+    reports = list(chosen.reports)
+    for rep in reports:
+        rep.nodeid = item.nodeid
+    return reports

@@ -1,0 +1,285 @@
+"""The parent's side of an isolated test: start its interpreters, watch them against the
+timeout, end the whole process tree, and gather what each process left.
+
+Each interpreter the parent starts leads a session of its own, so every process the test starts
+(the ranks of a DDPPlugin Trainer, anything they start) can be found and ended, even after its
+parent died.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddpkit.testing import procs
+from ddpkit.testing.child import DUMP_SIGNAL, ProcessRecord, read_records
+
+__all__ = ["Job", "JobEnd", "ProcessEnd", "condensed_stacks", "tail"]
+
+_POLL_SECONDS = 0.05
+#: How long the processes get to write their stacks before the kill, on a timeout.
+DUMP_SECONDS = 1.0
+#: After one rank fails, how long the others get to end on their own before they are ended.
+FAIL_GRACE_SECONDS = 5.0
+TAIL_LINES = 20
+
+
+def tail(path: Path, lines: int = TAIL_LINES, end: int | None = None) -> str:
+    """The last ``lines`` lines of a log, up to byte ``end`` ('' when it is missing)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2) if end is None else end
+            fh.seek(max(0, size - 64 * 1024))
+            data = fh.read(size - fh.tell())
+    except OSError:
+        return ""
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def condensed_stacks(text: str, frames: int = 8) -> str:
+    """A faulthandler dump of every thread, each thread's innermost ``frames`` frames, the
+    thread that took the signal (the main thread, where the test runs) first."""
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if "(most recent call first)" in line:
+            blocks.append([line.strip()])
+        elif line.startswith("  File ") and blocks:
+            block = blocks[-1]
+            if len(block) <= frames:
+                block.append(line.rstrip())
+            elif len(block) == frames + 1:
+                block.append("  ...")
+    blocks.sort(key=lambda b: not b[0].startswith("Current thread"))
+    return "\n".join(line for block in blocks for line in block)
+
+
+def _stacks(path: Path, start: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(256 * 1024)
+    except OSError:
+        return ""
+    return condensed_stacks(data.decode(errors="replace"))
+
+
+@dataclass(frozen=True)
+class ProcessEnd:
+    """How one process of the test ended, and what it left."""
+
+    rank: int
+    pid: int
+    direct: bool
+    """Started by the parent (else: started by the test, e.g. a DDPPlugin rank)."""
+    exitcode: int | None
+    """The exit status of a process the parent started (negative: the signal); None for the
+    others, whose parent was not this process."""
+    record: ProcessRecord | None
+    """What it left in the directory; None when it died before registering."""
+    ended_by_ddpkit: bool
+    """Still running when the parent ended the job (timeout, or another rank failed)."""
+    ended_at: float
+    """Wall-clock time (``time.time()``) at which the parent saw it end."""
+    log: Path
+    output: str
+    """The last lines of its output (before its stack dump, on a timeout)."""
+    stacks: str = ""
+    """On a timeout: the Python stack of each of its threads when the parent ended it."""
+
+    @property
+    def arrived(self) -> bool:
+        return self.record is not None and self.record.arrived
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    processes: tuple[ProcessEnd, ...]
+    """Every process of the test, in rank order (processes the parent started first)."""
+    timed_out: bool
+    timeout: float | None
+    leftover: tuple[str, ...]
+    """Processes still running after every interpreter the parent started had ended (ended
+    by ddpkit), as ``pid: command``."""
+
+
+@dataclass
+class _Started:
+    rank: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    ended_at: float | None = None
+
+
+class Job:
+    """The interpreters of one isolated test."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._started: list[_Started] = []
+        self._ended_by_us: set[int] = set()
+        # pid -> the size of its log just before it was asked to dump its stacks
+        self._dumped_at: dict[int, tuple[Path, int]] = {}
+
+    def start(
+        self,
+        rank: int,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        log: Path,
+        pass_fds: Sequence[int] = (),
+    ) -> None:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                list(command),
+                env=dict(env),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=tuple(pass_fds),
+            )
+        self._started.append(_Started(rank=rank, proc=proc, log=log))
+
+    @property
+    def pids(self) -> list[int]:
+        return [s.proc.pid for s in self._started]
+
+    def wait(self, timeout: float | None, fail_grace: float = FAIL_GRACE_SECONDS) -> JobEnd:
+        """Wait until every interpreter the parent started has ended, or the timeout (then the
+        whole tree is ended, after each process dumped its stacks), or ``fail_grace`` seconds
+        after one of them failed (then the others are ended)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failed_at: float | None = None
+        timed_out = False
+        try:
+            while True:
+                now = time.monotonic()
+                for s in self._started:
+                    if s.ended_at is None and s.proc.poll() is not None:
+                        s.ended_at = time.time()
+                        if failed_at is None and not self._passed(s):
+                            failed_at = now
+                if all(s.ended_at is not None for s in self._started):
+                    break
+                if failed_at is not None and now - failed_at >= fail_grace:
+                    self._end_tree(dump=False)
+                    continue
+                if deadline is not None and now >= deadline:
+                    timed_out = True
+                    self._end_tree(dump=True)
+                    continue
+                time.sleep(_POLL_SECONDS)
+        except BaseException:  # Ctrl-C or the suite's own timeout: leave nothing behind
+            self._end_tree(dump=False)
+            raise
+        leftover = self._end_leftovers()
+        return JobEnd(
+            processes=self._gather(),
+            timed_out=timed_out,
+            timeout=timeout,
+            leftover=tuple(leftover),
+        )
+
+    def kill(self) -> None:
+        """End every process of the job now (a start that failed half-way)."""
+        self._end_tree(dump=False)
+
+    def _passed(self, s: _Started) -> bool:
+        """An interpreter that ended with exit status 0 and no report other than 'passed'."""
+        if s.proc.returncode != 0:
+            return False
+        record = read_records(self.directory).get(s.proc.pid)
+        return record is not None and all(r.get("outcome") == "passed" for r in record.reports)
+
+    def _end_tree(self, *, dump: bool) -> None:
+        running = procs.tree(self.pids)
+        self._ended_by_us |= running
+        if dump:
+            records = read_records(self.directory)
+            for pid in sorted(running & set(records)):
+                log = self._log_of(pid, records[pid])
+                self._dumped_at[pid] = (log, _size(log))
+                procs.send_signal(pid, DUMP_SIGNAL)
+            time.sleep(DUMP_SECONDS)
+            procs.end_processes(procs.tree(self.pids), grace=0)
+        else:
+            procs.end_processes(running, grace=2.0)
+        # Processes in the tree may have started more while we looked; a second pass ends them.
+        procs.end_processes(procs.tree(self.pids), grace=0)
+        for s in self._started:
+            s.proc.wait()
+            if s.ended_at is None:
+                s.ended_at = time.time()
+
+    def _log_of(self, pid: int, record: ProcessRecord) -> Path:
+        for s in self._started:
+            if s.proc.pid == pid:
+                return s.log
+        return record.log
+
+    def _output(self, pid: int, log: Path) -> tuple[str, str]:
+        """(last lines of output, condensed stacks) of ``pid``."""
+        if pid not in self._dumped_at:
+            return tail(log), ""
+        _, offset = self._dumped_at[pid]
+        return tail(log, end=offset), _stacks(log, offset)
+
+    def _end_leftovers(self) -> list[str]:
+        running = sorted(procs.tree(self.pids))
+        if not running:
+            return []
+        described = [f"{pid}: {procs.cmdline(pid) or '?'}" for pid in running]
+        self._ended_by_us |= set(running)
+        procs.end_processes(running, grace=1.0)
+        return described
+
+    def _gather(self) -> tuple[ProcessEnd, ...]:
+        records = read_records(self.directory)
+        ends: list[ProcessEnd] = []
+        for s in self._started:
+            pid = s.proc.pid
+            assert s.ended_at is not None
+            output, stacks = self._output(pid, s.log)
+            ends.append(
+                ProcessEnd(
+                    rank=s.rank,
+                    pid=pid,
+                    direct=True,
+                    exitcode=s.proc.returncode,
+                    record=records.pop(pid, None),
+                    ended_by_ddpkit=pid in self._ended_by_us,
+                    ended_at=s.ended_at,
+                    log=s.log,
+                    output=output,
+                    stacks=stacks,
+                )
+            )
+        for pid, record in sorted(records.items(), key=lambda kv: (kv[1].rank, kv[0])):
+            output, stacks = self._output(pid, record.log)
+            ends.append(
+                ProcessEnd(
+                    rank=record.rank,
+                    pid=pid,
+                    direct=False,
+                    exitcode=None,
+                    record=record,
+                    ended_by_ddpkit=pid in self._ended_by_us,
+                    ended_at=time.time(),
+                    log=record.log,
+                    output=output,
+                    stacks=stacks,
+                )
+            )
+        return tuple(ends)
