@@ -32,7 +32,7 @@ from training_scripts.regression import (
 )
 
 import ddpkit
-from ddpkit import DDPKitDeprecationWarning, DDPPlugin, DDPSpawnPlugin, Trainer
+from ddpkit import DDPKitDeprecationWarning, DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin, Trainer
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 # DDP imports torch._dynamo lazily, and that import exports TORCHINDUCTOR_CACHE_DIR (torch's own
@@ -98,6 +98,27 @@ def test_simulated_reference_equals_a_real_ddp_loop(tmp_path: Path) -> None:
     # ... and the comparison can fail: one rank's data alone trains other weights.
     one_rank = simulate_ddp(epochs=EPOCHS, world_size=1)
     assert not torch.allclose(one_rank["0.weight"], ranks[0]["0.weight"], atol=1e-4)
+
+
+# -- one process ---------------------------------------------------------------------------
+
+
+def test_single_device_trains_like_the_hand_written_loop(tmp_path: Path, seeded: int) -> None:
+    trainer = Trainer(max_epochs=EPOCHS, default_root_dir=tmp_path, enable_progress_bar=False)
+    assert type(trainer.strategy) is SingleDevicePlugin
+    model = Regressor(tmp_path, tag="single")
+    trainer.fit(model, DataLoader(make_dataset(), batch_size=BATCH))  # the user's order, kept
+    result = torch.load(tmp_path / "single-rank0.pt", weights_only=True)
+    assert (result["rank"], result["world_size"], result["pid"]) == (0, 1, os.getpid())
+    losses = torch.tensor(result["record"]["losses"]).view(EPOCHS, N_SAMPLES // BATCH)
+    assert losses[-1].mean() < 0.5 * losses[0].mean()
+    assert result["record"]["indices"][0] == list(range(N_SAMPLES))  # no sampler inserted
+    assert_weights_close(
+        net_state(model.state_dict()), simulate_ddp(epochs=EPOCHS, world_size=1, shuffle=False)
+    )
+    assert (trainer.global_step, trainer.current_epoch) == (EPOCHS * N_SAMPLES // BATCH, EPOCHS)
+    m = result["callback_metrics"]
+    assert (m["rank_mean"], m["rank_max"], m["rank_local"]) == (0.0, 0.0, 0.0)
 
 
 # -- the mission's four calls ----------------------------------------------------------------

@@ -165,7 +165,9 @@ class CountingDDPPlugin(DDPPlugin):
         return ddp
 
 
-def shard_indices(n: int, world_size: int, epoch: int, seed: int = SAMPLER_SEED) -> list[list[int]]:
+def shard_indices(
+    n: int, world_size: int, epoch: int, seed: int = SAMPLER_SEED, shuffle: bool = True
+) -> list[list[int]]:
     """Each rank's sample indices for one epoch, as ``DistributedSampler`` deals them."""
     shards = []
     for rank in range(world_size):
@@ -173,7 +175,7 @@ def shard_indices(n: int, world_size: int, epoch: int, seed: int = SAMPLER_SEED)
             range(n),  # type: ignore[arg-type]  # only its length is used
             num_replicas=world_size,
             rank=rank,
-            shuffle=True,
+            shuffle=shuffle,
             seed=seed,
         )
         sampler.set_epoch(epoch)
@@ -188,6 +190,7 @@ def simulate_ddp(
     batch_size: int = BATCH,
     accumulate: int = 1,
     seed: int = SAMPLER_SEED,
+    shuffle: bool = True,
 ) -> dict[str, torch.Tensor]:
     """The final weights of ``world_size``-rank DDP training, computed in one process: every
     optimizer step uses the mean over ranks of each rank's (accumulated) gradient."""
@@ -196,7 +199,7 @@ def simulate_ddp(
     params = list(net.parameters())
     opt = make_optimizer(params)
     for epoch in range(epochs):
-        shards = shard_indices(len(x_all), world_size, epoch, seed)
+        shards = shard_indices(len(x_all), world_size, epoch, seed, shuffle)
         batches = [
             [shard[i : i + batch_size] for i in range(0, len(shard), batch_size)]
             for shard in shards
