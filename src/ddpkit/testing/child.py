@@ -116,6 +116,10 @@ class ChildContext:
         if not self.direct:
             _redirect_output(self.log)
         faulthandler.register(DUMP_SIGNAL, all_threads=True)
+        self.register()
+
+    def register(self) -> None:
+        """Tell the parent this process belongs to the test (its rank and its log)."""
         record = {
             "pid": os.getpid(),
             "rank": self.rank,

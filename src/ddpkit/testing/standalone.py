@@ -67,7 +67,7 @@ def forwarded_args(args: Sequence[str]) -> list[str]:
                 i += 1
             out += [_WITH_VALUE[name], value]
         elif arg[:2] in _WITH_VALUE and not arg.startswith("--"):
-            value = arg[2:]
+            value = arg[2:].removeprefix("=")
             if not value:
                 if i >= len(args):
                     break

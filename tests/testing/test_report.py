@@ -1,0 +1,235 @@
+"""The parent's verdict from what each process left: relayed reports, or one failure that names
+every rank's fate, root cause first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddpkit.testing.child import ProcessRecord
+from ddpkit.testing.markers import DistributedSpec
+from ddpkit.testing.report import distributed_reports, judge, standalone_reports
+from ddpkit.testing.supervise import JobEnd, ProcessEnd
+
+SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
+
+
+def rep(when: str, outcome: str, longrepr: Any = None, stop: float = 0.0, **extra: Any) -> Any:
+    return pytest.TestReport(
+        "t.py::test_a", ("t.py", 0, "test_a"), {}, outcome, longrepr, when, stop=stop, **extra
+    )  # type: ignore[arg-type]
+
+
+def passed() -> list[Any]:
+    return [rep("setup", "passed"), rep("call", "passed"), rep("teardown", "passed")]
+
+
+def failed(text: str, stop: float) -> list[Any]:
+    return [rep("setup", "passed"), rep("call", "failed", text, stop), rep("teardown", "passed")]
+
+
+def proc(
+    rank: int,
+    reports: list[Any] | None,
+    *,
+    exitcode: int | None = 0,
+    direct: bool = True,
+    ended_by_ddpkit: bool = False,
+    arrived: bool = True,
+    ended_at: float = 100.0,
+    output: str = "",
+    stacks: str = "",
+) -> ProcessEnd:
+    record = None
+    if reports is not None:
+        record = ProcessRecord(
+            pid=1000 + rank, rank=rank, direct=direct, log=Path("l"),
+            reports=tuple({"obj": r} for r in reports), arrived=arrived,
+        )  # fmt: skip
+    return ProcessEnd(
+        rank=rank, pid=1000 + rank, direct=direct, exitcode=exitcode, record=record,
+        ended_by_ddpkit=ended_by_ddpkit, ended_at=ended_at, log=Path("l"), output=output,
+        stacks=stacks,
+    )  # fmt: skip
+
+
+def deserialize(data: Any) -> Any:
+    return data["obj"]
+
+
+def job(*processes: ProcessEnd, timed_out: bool = False, leftover: tuple[str, ...] = ()) -> JobEnd:
+    return JobEnd(
+        processes=processes, timed_out=timed_out, timeout=7.0 if timed_out else None,
+        leftover=leftover,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def item(request: pytest.FixtureRequest) -> pytest.Item:
+    node = request.node
+    assert isinstance(node, pytest.Item)
+    return node
+
+
+def text_of(reports: list[Any]) -> str:
+    (failure,) = [r for r in reports if r.failed]
+    return str(failure.longreprtext)
+
+
+# -- distributed --------------------------------------------------------------------------------
+
+
+def test_every_rank_passed_relays_rank_zeros_reports(item: pytest.Item) -> None:
+    rank0 = passed()
+    reports = distributed_reports(item, SPEC, job(proc(0, rank0), proc(1, passed())), deserialize)
+    assert reports == rank0
+    assert {r.nodeid for r in reports} == {item.nodeid}
+
+
+def test_a_skip_is_relayed_with_its_reason(item: pytest.Item) -> None:
+    skip = [rep("setup", "skipped", ("t.py", 3, "Skipped: no gloo")), rep("teardown", "passed")]
+    reports = distributed_reports(item, SPEC, job(proc(0, skip), proc(1, skip)), deserialize)
+    assert reports[0].skipped and reports[0].longrepr == ("t.py", 3, "Skipped: no gloo")
+
+
+def test_the_rank_that_failed_first_is_the_root_cause(item: pytest.Item) -> None:
+    end = job(
+        proc(0, failed("E   RuntimeError: Connection closed by peer", stop=20.0), exitcode=1),
+        proc(1, failed("E   ValueError: rank one exploded", stop=10.0), exitcode=1),
+    )
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert text.startswith(
+        "distributed test failed on 2 of 2 ranks (world_size=2, backend=gloo); root cause: rank 1."
+    )
+    assert text.index("--- rank 1 (pid 1001): failed in call (root cause) ---") < text.index(
+        "--- rank 0 (pid 1000): failed in call ---"
+    )
+    assert "rank one exploded" in text and "Connection closed by peer" in text
+
+
+def test_a_rank_that_never_arrived_is_named_first_on_a_timeout(item: pytest.Item) -> None:
+    end = job(
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, output="waiting"),
+        proc(1, [], exitcode=-9, ended_by_ddpkit=True, arrived=False, output="importing...",
+             stacks='Current thread 0x1 (most recent call first):\n  File "t.py", line 3 in <module>'),
+        timed_out=True,
+    )  # fmt: skip
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert text.startswith(
+        "distributed test timed out after 7 s (world_size=2, backend=gloo); ddpkit ended every "
+        "rank. Root cause: rank 1.\nRank 1 never arrived: it did not reach init_process_group"
+    )
+    assert (
+        "--- rank 1 (pid 1001): never arrived: it did not reach init_process_group (root "
+        "cause) ---\nlast lines of output:\n    importing...\nPython stacks" in text
+    )
+    assert "--- rank 0 (pid 1000): still running at the timeout; ended by ddpkit ---" in text
+
+
+def test_a_rank_ended_after_the_root_cause_is_a_consequence(item: pytest.Item) -> None:
+    end = job(
+        proc(0, [rep("setup", "passed")], exitcode=-15, ended_by_ddpkit=True),
+        proc(1, failed("E   boom", stop=1.0), exitcode=1),
+    )
+    verdicts = [judge(p, deserialize_all(p), timed_out=False) for p in end.processes]
+    assert [v.status for v in verdicts] == ["ended", "failed"]
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert "failed on 1 of 2 ranks" in text
+    assert "--- rank 0 (pid 1000): ended by ddpkit after the root cause failed ---" in text
+
+
+def test_a_rank_that_crashed_without_a_report(item: pytest.Item) -> None:
+    end = job(proc(0, passed()), proc(1, None, exitcode=-11, output="Segmentation fault"))
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert (
+        "--- rank 1 (pid 1001): was killed by SIGSEGV before it finished the test (root "
+        "cause) ---\nlast lines of output:\n    Segmentation fault" in text
+    )
+
+
+def test_a_setup_failure_stays_a_setup_error(item: pytest.Item) -> None:
+    broken = [rep("setup", "failed", "E   init failed", 1.0), rep("teardown", "passed")]
+    reports = distributed_reports(item, SPEC, job(proc(0, broken, exitcode=1), proc(1, passed())),
+                                  deserialize)  # fmt: skip
+    assert [(r.when, r.outcome) for r in reports] == [("setup", "failed"), ("teardown", "passed")]
+
+
+def deserialize_all(p: ProcessEnd) -> list[Any]:
+    assert p.record is not None
+    return [deserialize(d) for d in p.record.reports]
+
+
+# -- standalone ---------------------------------------------------------------------------------
+
+
+def test_standalone_relays_the_interpreters_reports(item: pytest.Item) -> None:
+    own = failed("E   AssertionError: math broke", stop=1.0)
+    assert standalone_reports(item, job(proc(0, own, exitcode=1)), deserialize) == own
+
+
+def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
+    end = job(
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, output="r0 waits"),
+        proc(1, [rep("setup", "passed")], direct=False, exitcode=None, ended_by_ddpkit=True,
+             output="r1 waits", stacks="Current thread 0x2 (most recent call first):"),
+        timed_out=True,
+    )  # fmt: skip
+    reports = standalone_reports(item, end, deserialize)
+    assert [(r.when, r.outcome) for r in reports] == [
+        ("setup", "passed"), ("call", "failed"), ("teardown", "passed")
+    ]  # fmt: skip
+    text = text_of(reports)
+    assert text.startswith("standalone test timed out after 7 s; ddpkit ended its process tree "
+                           "(pids 1000, 1001).")  # fmt: skip
+    assert "--- rank 0 (pid 1000) ---\nlast lines of output:\n    r0 waits" in text
+    assert "--- rank 1 (pid 1001) ---\nlast lines of output:\n    r1 waits\nPython stacks" in text
+
+
+def test_standalone_interpreter_that_died_before_reporting(item: pytest.Item) -> None:
+    end = job(proc(0, None, exitcode=4, output="ERROR: not found: t.py::test_a"))
+    text = text_of(standalone_reports(item, end, deserialize))
+    assert text.startswith(
+        "the standalone test's interpreter (pid 1000) exited with code 4 before it finished the "
+        "test.\nlast lines of output:\n    ERROR: not found"
+    )
+
+
+def test_standalone_a_rank_that_failed_fails_a_test_rank_zero_passed(item: pytest.Item) -> None:
+    end = job(proc(0, passed()), proc(1, failed("E   rank 1 saw NaN", 1.0), direct=False))
+    reports = standalone_reports(item, end, deserialize)
+    call = next(r for r in reports if r.when == "call")
+    assert call.failed
+    assert call.longreprtext.startswith("--- rank 1 (pid 1001) failed in call ---\nE   rank 1 saw")
+
+
+def test_standalone_a_rank_that_ran_other_tests(item: pytest.Item) -> None:
+    other = passed()
+    for r in other:
+        r.nodeid = item.nodeid
+    other[1].nodeid = "t.py::test_b"
+    end = job(proc(0, passed()), proc(1, other, direct=False))
+    text = text_of(standalone_reports(item, end, deserialize))
+    assert "--- rank 1 (pid 1001) ran other tests too: t.py::test_b ---" in text
+
+
+def test_standalone_leftover_processes_fail_an_xfail_too(item: pytest.Item) -> None:
+    xfailed = [rep("setup", "passed"), rep("call", "skipped", ("t.py", 1, "x"), wasxfail="bug"),
+               rep("teardown", "passed")]  # fmt: skip
+    reports = standalone_reports(
+        item, job(proc(0, xfailed), leftover=("77: sleep 60",)), deserialize
+    )
+    call = reports[1]
+    assert call.failed and not hasattr(call, "wasxfail")
+    assert "    pid 77: sleep 60" in call.longreprtext
+
+
+def test_standalone_failure_gets_the_other_ranks_as_a_section(item: pytest.Item) -> None:
+    own = failed("E   ChildFailedError", stop=1.0)
+    end = job(proc(0, own, exitcode=1), proc(1, failed("E   rank 1 boom", 0.5), direct=False))
+    reports = standalone_reports(item, end, deserialize)
+    call = reports[1]
+    assert call.longreprtext == "E   ChildFailedError"
+    assert call.sections[-1][0] == "ddpkit: the other processes of this test"
+    assert "E   rank 1 boom" in call.sections[-1][1]
