@@ -59,14 +59,8 @@ class _StepModule(nn.Module):
 def _loader(trainer: Trainer, model: nn.Module, stage: str, given: Any) -> DataLoader[Any] | None:
     if given is not None:
         return given  # type: ignore[no-any-return]
-    hook = getattr(model, _LOADER_HOOKS[stage], None)
-    if hook is None:
-        return None
-    try:
-        loader = hook()
-    except NotImplementedError:
-        return None
-    return loader  # type: ignore[no-any-return]
+    hook = user_hook(model, _LOADER_HOOKS[stage])
+    return hook() if hook is not None else None
 
 
 def _loss_of(out: Any, where: str) -> torch.Tensor | None:
@@ -82,11 +76,25 @@ def _loss_of(out: Any, where: str) -> torch.Tensor | None:
     )
 
 
-def _call_hook(model: nn.Module, name: str, *args: Any) -> Any:
-    hook = getattr(model, name, None)
-    if callable(hook):
-        return hook(*args)
+# Base classes whose hooks are placeholders: Lightning's raise or warn "must be implemented".
+_FRAMEWORK_MODULES = ("ddpkit.core.", "pytorch_lightning.", "lightning.")
+
+
+def user_hook(model: nn.Module, name: str) -> Any:
+    """The hook ``name`` if the user's class defines it, else None: a placeholder inherited from
+    ``ddpkit.Module`` or a LightningModule counts as not implemented."""
+    for cls in type(model).__mro__:
+        if name in cls.__dict__:
+            if cls.__module__.startswith(_FRAMEWORK_MODULES) or cls.__module__.startswith("torch."):
+                return None
+            hook = getattr(model, name)
+            return hook if callable(hook) else None
     return None
+
+
+def _call_hook(model: nn.Module, name: str, *args: Any) -> Any:
+    hook = user_hook(model, name)
+    return hook(*args) if hook is not None else None
 
 
 class _Run:
@@ -120,8 +128,8 @@ class _Run:
         self, stage: str, loader: Any, limit: int | float | None, *, sanity: bool = False
     ) -> dict[str, float]:
         trainer, model = self.trainer, self.model
-        hook = _EVAL_HOOKS[stage]
-        if getattr(model, hook, None) is None:
+        step = user_hook(model, _EVAL_HOOKS[stage])
+        if step is None:
             return {}
         n = num_batches(loader, limit)
         if n == 0:
@@ -137,7 +145,7 @@ class _Run:
                 if n is not None and batch_idx >= n:
                     break
                 with self.precision.forward_context():
-                    getattr(model, hook)(self.batch(batch), batch_idx)
+                    step(self.batch(batch), batch_idx)
                 trainer._progress.update(metrics.progress_bar_metrics)
         trainer._progress.close()
         model.train(was_training)
@@ -156,7 +164,7 @@ class _Run:
         n = num_batches(loader, limit)
         out: list[Any] = []
         model.eval()
-        hook = getattr(model, "predict_step", None)
+        hook = user_hook(model, "predict_step")
         with torch.no_grad():
             for batch_idx, batch in enumerate(loader):
                 if n is not None and batch_idx >= n:
@@ -217,7 +225,10 @@ class _Run:
                     with self.precision.forward_context():
                         loss = _loss_of(wrapped(self.batch(batch), batch_idx), "training_step")
                     if loss is not None:
-                        self.precision.backward(loss / accumulate)
+                        # The all-reduce happens in backward: the stall watchdog must see it.
+                        waits = plugin.collective("backward") if boundary else None
+                        with waits or contextlib.nullcontext():
+                            self.precision.backward(loss / accumulate)
                 if boundary:
                     self._optimizer_step(optimizers, schedulers)
                     trainer.global_step += 1
