@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 import torch
+
+# DDP imports torch._dynamo lazily, and that import exports TORCHINDUCTOR_CACHE_DIR (torch's own
+# process-wide setting); imported at collection, the root conftest's environment guard does not
+# blame the first test that wraps a model in DDP.
 import torch._dynamo
 from torch.utils.data import DataLoader
 from training_scripts.regression import (
@@ -24,7 +28,7 @@ from training_scripts.regression import (
     SAMPLER_SEED,
     CountingDDPPlugin,
     Regressor,
-    ddp_reference_worker,
+    hand_written_ddp,
     make_dataset,
     shard_indices,
     simulate_ddp,
@@ -33,11 +37,8 @@ from training_scripts.regression import (
 
 import ddpkit
 from ddpkit import DDPKitDeprecationWarning, DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin, Trainer
+from ddpkit.testing.distributed import DistInfo
 from ddpkit.trainer.checkpoint import load_checkpoint
-
-# DDP imports torch._dynamo lazily, and that import exports TORCHINDUCTOR_CACHE_DIR (torch's own
-# process-wide setting); imported at collection, the root conftest's environment guard does not
-# blame the first test that wraps a model in DDP.
 
 EPOCHS = 3
 STEPS_PER_EPOCH = N_SAMPLES // (2 * BATCH)
@@ -80,24 +81,18 @@ def files_under(root: Path) -> list[str]:
 # -- the reference itself --------------------------------------------------------------------
 
 
-@pytest.mark.timeout(180)
-def test_simulated_reference_equals_a_real_ddp_loop(tmp_path: Path) -> None:
+@pytest.mark.distributed(world_size=2, timeout=180)
+def test_simulated_reference_equals_a_real_ddp_loop(dist: DistInfo) -> None:
     """The one-process simulation the tests compare with is what real DDP over gloo computes."""
-    import torch.multiprocessing as mp
-
-    mp.spawn(
-        ddp_reference_worker,
-        args=(2, str(tmp_path / "store"), EPOCHS, str(tmp_path)),
-        nprocs=2,
-        join=True,
-    )
-    ranks = [torch.load(tmp_path / f"reference-rank{r}.pt", weights_only=True) for r in (0, 1)]
-    for name in ranks[0]:
-        assert torch.equal(ranks[0][name], ranks[1][name]), name
-    assert_weights_close(ranks[0], simulate_ddp(epochs=EPOCHS))
+    state = hand_written_ddp(epochs=EPOCHS)
+    gathered: list[Any] = [None] * dist.world_size
+    torch.distributed.all_gather_object(gathered, state)
+    for name in state:
+        assert torch.equal(gathered[0][name], gathered[1][name]), name
+    assert_weights_close(state, simulate_ddp(epochs=EPOCHS))
     # ... and the comparison can fail: one rank's data alone trains other weights.
     one_rank = simulate_ddp(epochs=EPOCHS, world_size=1)
-    assert not torch.allclose(one_rank["0.weight"], ranks[0]["0.weight"], atol=1e-4)
+    assert not torch.allclose(one_rank["0.weight"], state["0.weight"], atol=1e-4)
 
 
 # -- one process ---------------------------------------------------------------------------

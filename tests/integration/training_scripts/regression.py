@@ -2,9 +2,8 @@
 
 The references are what a user would write by hand, from the same seed and data:
 
-* :func:`ddp_reference_worker` — a real ``torch.nn.parallel.DistributedDataParallel`` loop over
-  gloo with a ``DistributedSampler``, one process per rank (started by
-  ``torch.multiprocessing.spawn``);
+* :func:`hand_written_ddp` — a real ``torch.nn.parallel.DistributedDataParallel`` loop over
+  gloo with a ``DistributedSampler``, run by every rank of a ``@pytest.mark.distributed`` test;
 * :func:`simulate_ddp` — the same training in one process: each step averages the gradients of
   every rank's shard, which is exactly what DDP's all-reduce computes. It costs no processes, so
   the tests compare every ddpkit run against it, and one test checks it against the real loop.
@@ -221,29 +220,21 @@ def simulate_ddp(
     return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
-def ddp_reference_worker(
-    rank: int, world_size: int, store_file: str, epochs: int, out: str
-) -> None:
-    """The hand-written DDP loop (``torch.multiprocessing.spawn`` calls it with the rank)."""
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{store_file}", rank=rank, world_size=world_size
+def hand_written_ddp(*, epochs: int) -> dict[str, torch.Tensor]:
+    """The DDP loop a user writes by hand, run in every rank of an initialized process group;
+    returns the final weights."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    dataset = make_dataset()
+    sampler = DistributedSampler(
+        dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=SAMPLER_SEED
     )
-    try:
-        dataset = make_dataset()
-        sampler = DistributedSampler(
-            dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=SAMPLER_SEED
-        )
-        loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler)
-        model = nn.parallel.DistributedDataParallel(make_net())
-        opt = make_optimizer(model.parameters())
-        for epoch in range(epochs):
-            sampler.set_epoch(epoch)
-            for x, y, _ in loader:
-                opt.zero_grad(set_to_none=True)
-                loss_of(model, x, y).backward()
-                opt.step()
-        state = {k: v.detach().clone() for k, v in model.module.state_dict().items()}
-        save_atomically(state, Path(out) / f"reference-rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
+    loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler)
+    model = nn.parallel.DistributedDataParallel(make_net())
+    opt = make_optimizer(model.parameters())
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for x, y, _ in loader:
+            opt.zero_grad(set_to_none=True)
+            loss_of(model, x, y).backward()
+            opt.step()
+    return {k: v.detach().clone() for k, v in model.module.state_dict().items()}
