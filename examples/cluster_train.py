@@ -129,8 +129,20 @@ def main() -> None:
         "children": children_of(os.getpid()),
         "hostname": socket.gethostname(),
         "main_address": trainer.cluster_environment.main_address(),
+        # What the launcher told this process (the variables ddpkit read its ranks from).
+        "launcher_variables": {
+            k: v
+            for k, v in sorted(os.environ.items())
+            if k.startswith(("SLURM_", "SLURMD_", "TORCHELASTIC_"))
+            or k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE")
+            or k in ("NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
+        },
     }
-    print(f"rank {trainer.global_rank}/{trainer.world_size}: {json.dumps(report)}", flush=True)
+    print(
+        f"rank {trainer.global_rank}/{trainer.world_size}: {report['environment']}, "
+        f"node {report['node_rank']}, weights {report['weights']}",
+        flush=True,
+    )
     if args.report_dir:
         out = Path(args.report_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,8 @@ free_port() {
 }
 
 HOST="$(hostname -s)"
-CPUS="$(nproc)"
+# --all: not the OMP_NUM_THREADS or affinity limits of whoever runs this; slurmd counts them all.
+CPUS="$(nproc --all)"
 # A little under the machine's memory, or slurmd marks the node invalid.
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 ))
 CTLD_PORT="$(free_port)"
