@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -308,6 +309,29 @@ def _to_cpu(value: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
+    """``Trainer(deterministic=True)``: deterministic algorithms for the stage, then the
+    process's own setting again (it is global state; a later stage or test must not inherit it).
+    cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
+    ``CUBLAS_WORKSPACE_CONFIG`` unless the user did."""
+    if not enabled:
+        yield
+        return
+    previous = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    set_cublas = device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    if set_cublas:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous, warn_only=warn_only)
+        if set_cublas:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
 def run_stage(
     trainer: Trainer,
     stage: str,
@@ -318,9 +342,7 @@ def run_stage(
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
-    with plugin.running():
-        if trainer.deterministic:
-            torch.use_deterministic_algorithms(True)
+    with plugin.running(), _deterministic(trainer.deterministic, plugin.root_device):
         if isinstance(model, Module):
             model.trainer = trainer  # duck-typed modules (e.g. a LightningModule) keep theirs
         trainer._metrics.reduce = plugin.all_reduce
