@@ -13,7 +13,7 @@ from ddpkit.testing.child import (
     ENV_DIR,
     ENV_LOG,
     ENV_PARENT,
-    ChildContext,
+    IsolatedProcess,
     child_environment,
     read_records,
 )
@@ -62,25 +62,25 @@ def test_rank_environment() -> None:
 
 
 def test_not_a_child_without_the_variables() -> None:
-    assert ChildContext.from_env({}) is None
-    assert ChildContext.from_env({ENV_CHILD: "1"}) is None
+    assert IsolatedProcess.from_env({}) is None
+    assert IsolatedProcess.from_env({ENV_CHILD: "1"}) is None
 
 
 def test_direct_child_and_rank_started_by_the_test(tmp_path: Path) -> None:
     env = {ENV_CHILD: "1", ENV_DIR: str(tmp_path), ENV_LOG: str(tmp_path / "rank0.log")}
-    direct = ChildContext.from_env({**env, ENV_PARENT: str(os.getppid())})
-    assert direct == ChildContext(
+    direct = IsolatedProcess.from_env({**env, ENV_PARENT: str(os.getppid())})
+    assert direct == IsolatedProcess(
         directory=tmp_path, parent_pid=os.getppid(), rank=0, direct=True, log=tmp_path / "rank0.log"
     )
     # A DDPPlugin rank inherits the variables, but its parent is rank 0, not the parent pytest.
-    rank1 = ChildContext.from_env({**env, ENV_PARENT: "1", "LOCAL_RANK": "1"})
+    rank1 = IsolatedProcess.from_env({**env, ENV_PARENT: "1", "LOCAL_RANK": "1"})
     assert rank1 is not None
     assert (rank1.rank, rank1.direct) == (1, False)
     assert rank1.log == tmp_path / f"rank1-{os.getpid()}.log"
 
 
 def test_records_round_trip(tmp_path: Path) -> None:
-    child = ChildContext(
+    child = IsolatedProcess(
         directory=tmp_path, parent_pid=1, rank=3, direct=False, log=tmp_path / "x.log"
     )
     child.register()
@@ -111,5 +111,5 @@ def test_a_report_line_cut_short_by_a_kill_is_dropped(tmp_path: Path) -> None:
 def test_rank_comes_from_rank_then_local_rank(
     tmp_path: Path, env: dict[str, str], rank: int
 ) -> None:
-    child = ChildContext.from_env({ENV_CHILD: "1", ENV_DIR: str(tmp_path), **env})
+    child = IsolatedProcess.from_env({ENV_CHILD: "1", ENV_DIR: str(tmp_path), **env})
     assert child is not None and child.rank == rank

@@ -13,7 +13,7 @@ from ddpkit.testing import procs
 from ddpkit.testing.child import ENV_DIR
 from ddpkit.testing.supervise import Job, condensed_stacks, tail
 
-# What ChildContext.start() and the plugin's reporter do, without importing ddpkit (and torch).
+# What IsolatedProcess.start() and the plugin's reporter do, without importing ddpkit (and torch).
 PRELUDE = textwrap.dedent(
     """
     import faulthandler, json, os, signal, subprocess, sys, time

@@ -37,7 +37,7 @@ __all__ = [
     "ENV_DIR",
     "ENV_LOG",
     "ENV_PARENT",
-    "ChildContext",
+    "IsolatedProcess",
     "ProcessRecord",
     "child_environment",
     "read_records",
@@ -84,7 +84,7 @@ def _rank_from(env: Mapping[str, str]) -> int:
 
 
 @dataclass(frozen=True)
-class ChildContext:
+class IsolatedProcess:
     """This process, when it is one of an isolated test's fresh interpreters."""
 
     directory: Path
@@ -95,7 +95,7 @@ class ChildContext:
     log: Path
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ChildContext | None:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> IsolatedProcess | None:
         env = os.environ if env is None else env
         if env.get(ENV_CHILD) != "1" or not env.get(ENV_DIR):
             return None

@@ -19,7 +19,12 @@ from ddpkit.testing.markers import DistributedSpec
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ENV_STORE_FD", "DistInfo", "destroy_group", "init_group", "rank_environment"]
+__all__ = [
+    "DistInfo",
+    "destroy_group",
+    "init_group",
+    "rank_environment",
+]
 
 #: Rank 0 only: the descriptor of the listening socket its TCPStore serves on.
 ENV_STORE_FD = "DDPKIT_TESTING_STORE_FD"

@@ -10,8 +10,6 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 
 __all__ = [
-    "DISTRIBUTED_HELP",
-    "STANDALONE_HELP",
     "DistributedSpec",
     "StandaloneSpec",
     "distributed_spec",

@@ -20,11 +20,14 @@ from collections.abc import Iterator
 import pytest
 
 from ddpkit.testing import distributed, isolated, isolation
-from ddpkit.testing.child import ChildContext
+from ddpkit.testing.child import IsolatedProcess
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
 
-_CHILD = pytest.StashKey[ChildContext | None]()
+# pytest finds the hooks by name; the one name a test uses is the fixture.
+__all__ = ["dist"]
+
+_CHILD = pytest.StashKey[IsolatedProcess | None]()
 _LEAKERS = pytest.StashKey[list[str]]()
 _DIST = pytest.StashKey[DistInfo]()
 
@@ -52,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", DISTRIBUTED_HELP)
     # First of all configure hooks: a rank the test started sends its output to its own log
     # before pytest's faulthandler and terminal writer take hold of it.
-    child = ChildContext.from_env()
+    child = IsolatedProcess.from_env()
     if child is not None:
         child.start()
         config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
@@ -98,7 +101,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 class _ChildReporter:
     """In an isolated test's interpreter: leave every test report for the parent."""
 
-    def __init__(self, config: pytest.Config, child: ChildContext) -> None:
+    def __init__(self, config: pytest.Config, child: IsolatedProcess) -> None:
         self.config = config
         self.child = child
 
