@@ -72,6 +72,9 @@ mkdir -p "$DIR/state"
 
 {
   echo "ClusterName=ddpkit"
+  # Job ids seed the port SLURMEnvironment derives (15000 + id % 10000): two clusters on one
+  # machine (parallel test runs) must not both start at job 1.
+  echo "FirstJobId=$(( (RANDOM % 900 + 100) * 10 ))"
   echo "SlurmctldHost=$HOST(${ADDRS[0]})"
   echo "SlurmctldPort=$CTLD_PORT"
   echo "SlurmdPort=$SLURMD_PORT"
