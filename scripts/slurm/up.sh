@@ -11,7 +11,7 @@
 # scripts/slurm/down.sh DIR. Installs slurm-wlm with apt-get when it is missing (needs root).
 # Nothing is written outside DIR; no daemon reads /etc/slurm.
 #
-# Why this configuration (each line was a trap on this kind of machine, see docs/launchers/slurm.md):
+# Why this configuration (each line was a trap on this kind of machine):
 # - auth/none + cred/none: munged refuses to run as root, and a one-machine, few-minutes cluster
 #   gains nothing from signed credentials. The ports are free ports chosen now.
 # - SlurmctldHost is `hostname -s`: the controller refuses to start under any other name;
