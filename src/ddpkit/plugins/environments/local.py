@@ -8,7 +8,7 @@ from typing import ClassVar
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 
-__all__ = ["LocalEnvironment", "RENDEZVOUS_VARIABLES"]
+__all__ = ["LocalEnvironment"]
 
 #: What the user sets on every machine of a job of several nodes without a scheduler.
 RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK")
