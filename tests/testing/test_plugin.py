@@ -8,6 +8,7 @@ scenario is one pytest run holding several tests.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -295,14 +296,24 @@ DISTRIBUTED = """
 """
 
 
+def docs_example() -> str:
+    """The distributed example of docs/testing.md, as a user would paste it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    (example,) = [b for b in blocks if "@pytest.mark.distributed" in b]
+    return example
+
+
 @pytest.mark.timeout(300)
 def test_distributed_runs_on_every_rank_and_reports_the_failing_one(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     ranks = tmp_path / "ranks"
     write(pytester, "test_dist", DISTRIBUTED.format(ranks=str(ranks)))
+    pytester.makepyfile(test_docs_example=docs_example())
     result = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", timeout=280)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["PASSED test_docs_example.py::test_all_reduce_sums"])
     assert sorted(line.rsplit(" ", 1)[0] for line in ranks.read_text().splitlines()) == [
         "0 2", "1 2"
     ]  # fmt: skip
