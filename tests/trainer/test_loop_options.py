@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -324,6 +325,31 @@ def test_resume_equals_the_uninterrupted_run(tmp_path: Path) -> None:
     assert lr_of(resumed) == pytest.approx(lr_of(uninterrupted))
     for name, value in whole.state_dict().items():
         torch.testing.assert_close(model.state_dict()[name], value, msg=name)
+
+
+class Note:
+    """An arbitrary object a user put into a checkpoint."""
+
+
+@pytest.mark.parametrize("stage", ["fit", "validate", "test"])
+def test_a_checkpoint_with_code_loads_only_when_the_user_opts_out(
+    tmp_path: Path, stage: str
+) -> None:
+    first, _ = fit(tmp_path, max_epochs=1)
+    assert first.checkpoint_path is not None
+    data = load_checkpoint(first.checkpoint_path)
+    path = tmp_path / "with_note.ckpt"
+    torch.save({**data, "note": Note()}, path)
+    trainer = Trainer(default_root_dir=tmp_path / "again", **quiet(max_epochs=2))
+    run = getattr(trainer, stage)
+    with pytest.raises(pickle.UnpicklingError, match="Note"):
+        run(Recorder(), loader(), ckpt_path=path)
+    model = Recorder()
+    run(model, loader(), ckpt_path=path, weights_only=False)
+    if stage == "fit":
+        assert model.train_batches[0] == (1, 0)  # resumed
+    else:
+        assert torch.equal(model.layer.weight, data["state_dict"]["layer.weight"])
 
 
 def test_set_epoch_every_epoch_on_the_users_distributed_sampler(tmp_path: Path) -> None:

@@ -180,7 +180,9 @@ class _Run:
 
     # -- training ----------------------------------------------------------------------------
 
-    def fit(self, train_loader: Any, val_loader: Any, ckpt_path: str | None) -> None:
+    def fit(
+        self, train_loader: Any, val_loader: Any, ckpt_path: str | None, weights_only: bool
+    ) -> None:
         trainer, model, plugin = self.trainer, self.model, self.plugin
         optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
         trainer._current_optim = (optimizers, schedulers)
@@ -189,7 +191,9 @@ class _Run:
         trainer.current_epoch = trainer.global_step = 0
         start_epoch = 0
         if ckpt_path is not None:
-            start_epoch = trainer._restore(ckpt_path, model, optimizers, schedulers)
+            start_epoch = trainer._restore(
+                ckpt_path, model, optimizers, schedulers, weights_only=weights_only
+            )
         wrapped = plugin.wrap_model(_StepModule(model))
         accumulate = trainer.accumulate_grad_batches
         n_train = num_batches(train_loader, trainer.limit_train_batches)
@@ -339,6 +343,8 @@ def run_stage(
     loaders: tuple[Any, Any],
     ckpt_path: str | None,
     return_state: bool,
+    *,
+    weights_only: bool = True,
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
@@ -363,7 +369,7 @@ def run_stage(
                 val = None
             train = run.prepare(train, train=True)
             val = run.prepare(val, train=False) if val is not None else None
-            run.fit(train, val, ckpt_path)
+            run.fit(train, val, ckpt_path, weights_only)
             if trainer.enable_checkpointing:
                 output.checkpoint_path = str(
                     trainer._save_default_checkpoint(model, run._optimizers, run._schedulers)
@@ -376,7 +382,9 @@ def run_stage(
                     f"{_LOADER_HOOKS[stage]}() on the module."
                 )
             if ckpt_path is not None:
-                trainer._restore(ckpt_path, model, [], [], weights_only_model=True)
+                trainer._restore(
+                    ckpt_path, model, [], [], weights_only_model=True, weights_only=weights_only
+                )
             limit = trainer.limit_val_batches if stage == "validate" else trainer.limit_test_batches
             values = run.evaluate(stage, run.prepare(loader, train=False), limit)
             output.result = [values]

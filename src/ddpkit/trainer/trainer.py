@@ -218,18 +218,38 @@ class Trainer:
         train_dataloaders: Any = None,
         val_dataloaders: Any = None,
         ckpt_path: str | os.PathLike[str] | None = None,
+        *,
+        weights_only: bool = True,
     ) -> None:
-        self._launch("fit", model, (train_dataloaders, val_dataloaders), ckpt_path)
+        """Train. ``ckpt_path`` resumes from a checkpoint (weights, optimizers, schedulers,
+        epoch and step); it is loaded with ``torch.load(weights_only=True)``, which refuses to
+        run code hidden in the file; ``weights_only=False`` loads a checkpoint you trust that
+        holds other objects."""
+        self._launch("fit", model, (train_dataloaders, val_dataloaders), ckpt_path, weights_only)
 
     def validate(
-        self, model: nn.Module, dataloaders: Any = None, ckpt_path: str | None = None
+        self,
+        model: nn.Module,
+        dataloaders: Any = None,
+        ckpt_path: str | os.PathLike[str] | None = None,
+        *,
+        weights_only: bool = True,
     ) -> list[dict[str, float]]:
-        return self._launch("validate", model, (dataloaders, None), ckpt_path)  # type: ignore[no-any-return]
+        return self._launch(  # type: ignore[no-any-return]
+            "validate", model, (dataloaders, None), ckpt_path, weights_only
+        )
 
     def test(
-        self, model: nn.Module, dataloaders: Any = None, ckpt_path: str | None = None
+        self,
+        model: nn.Module,
+        dataloaders: Any = None,
+        ckpt_path: str | os.PathLike[str] | None = None,
+        *,
+        weights_only: bool = True,
     ) -> list[dict[str, float]]:
-        return self._launch("test", model, (dataloaders, None), ckpt_path)  # type: ignore[no-any-return]
+        return self._launch(  # type: ignore[no-any-return]
+            "test", model, (dataloaders, None), ckpt_path, weights_only
+        )
 
     def predict(self, model: nn.Module, dataloaders: Any = None) -> list[Any]:
         return self._launch("predict", model, (dataloaders, None), None)  # type: ignore[no-any-return]
@@ -240,6 +260,7 @@ class Trainer:
         model: nn.Module,
         loaders: tuple[Any, Any],
         ckpt_path: str | os.PathLike[str] | None,
+        weights_only: bool = True,
     ) -> Any:
         if not isinstance(model, nn.Module):
             raise MisconfigurationError(
@@ -249,7 +270,7 @@ class Trainer:
         launcher = self._accelerator_connector.built.launcher
         spawn = isinstance(launcher, SpawnLauncher)
         ckpt = str(ckpt_path) if ckpt_path is not None else None
-        args = (stage, model, loaders, ckpt, spawn)
+        args = (stage, model, loaders, ckpt, spawn, weights_only)
         if launcher is None:
             output: StageOutput = self._run_stage(*args)
         else:
@@ -265,10 +286,13 @@ class Trainer:
         loaders: tuple[Any, Any],
         ckpt_path: str | None,
         return_state: bool,
+        weights_only: bool = True,
     ) -> StageOutput:
         self.should_stop = False
         self._progress = ProgressBar(self.enable_progress_bar and self.is_global_zero)
-        return run_stage(self, stage, model, loaders, ckpt_path, return_state)
+        return run_stage(
+            self, stage, model, loaders, ckpt_path, return_state, weights_only=weights_only
+        )
 
     def _adopt(self, model: nn.Module, output: StageOutput) -> None:
         """Spawn: the parent takes rank zero's weights, metrics and counters."""
@@ -361,9 +385,13 @@ class Trainer:
         optimizers: list[torch.optim.Optimizer],
         schedulers: list[SchedulerConfig],
         weights_only_model: bool = False,
+        *,
+        weights_only: bool = True,
     ) -> int:
-        """Load a checkpoint into the model (and optimizers); return the epoch to start at."""
-        data = load_checkpoint(path)
+        """Load a checkpoint into the model (and optimizers); return the epoch to start at.
+        ``weights_only_model``: the model's weights and nothing else (validate / test);
+        ``weights_only``: ``torch.load``'s safe loading (see :meth:`fit`)."""
+        data = load_checkpoint(path, weights_only=weights_only)
         model.load_state_dict(data["state_dict"])
         if weights_only_model:
             return 0
