@@ -105,6 +105,35 @@ def test_val_check_interval(tmp_path: Path, interval: float, per_epoch: int) -> 
     assert model.calls.count("on_validation_epoch_end") == 2 * per_epoch
 
 
+def test_a_validation_inside_the_epoch_leaves_the_training_epoch_values_whole(
+    tmp_path: Path,
+) -> None:
+    class LogsBatchIndex(Recorder):
+        def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+            self.log("index", float(batch_idx), on_step=False, on_epoch=True)
+            return super().training_step(batch, batch_idx)
+
+    trainer, _ = fit(
+        tmp_path,
+        LogsBatchIndex(),
+        val=loader(),
+        max_epochs=1,
+        val_check_interval=0.5,
+        limit_val_batches=1,
+    )
+    assert float(trainer.callback_metrics["index"]) == 3.5  # the mean over all 8 batches
+    header, *rows = (line.split(",") for line in (tmp_path / "metrics.csv").read_text().split())
+    by_row = [
+        {k: v for k, v in zip(header, row) if v and k not in ("epoch", "step")} for row in rows
+    ]
+    # Two validation rows with only val_loss, one training epoch row with only index.
+    assert [sorted(r) for r in by_row if "train_loss" not in r] == [
+        ["val_loss"],
+        ["val_loss"],
+        ["index"],
+    ]
+
+
 def test_check_val_every_n_epoch(tmp_path: Path) -> None:
     _, model = fit(
         tmp_path, val=loader(), max_epochs=4, check_val_every_n_epoch=2, limit_val_batches=1

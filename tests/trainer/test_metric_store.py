@@ -110,6 +110,18 @@ def test_a_new_epoch_starts_from_nothing() -> None:
     assert store.end_epoch() == {"x": 5.0}
 
 
+def test_each_stage_closes_its_own_epoch() -> None:
+    store = MetricStore()
+    log(store, "t", 1.0, on_step=False, on_epoch=True)
+    store.stage = "validate"
+    log(store, "v", 2.0)
+    assert store.end_epoch("validate") == {"v": 2.0}
+    store.discard_epoch("validate")
+    store.stage = "train"
+    log(store, "t", 3.0, on_step=False, on_epoch=True)
+    assert store.end_epoch() == {"t": 2.0}
+
+
 def test_a_tensor_with_grad_is_detached() -> None:
     store = MetricStore()
     value = torch.tensor(2.0, requires_grad=True) * 1

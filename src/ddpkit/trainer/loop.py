@@ -153,9 +153,9 @@ class _Run:
         metrics.stage = previous_stage
         metrics.enabled = True
         if sanity:
-            metrics.discard_epoch()
+            metrics.discard_epoch(stage)
             return {}
-        values = metrics.end_epoch()
+        values = metrics.end_epoch(stage)
         trainer._log_row(values)
         _call_hook(model, f"on_{'validation' if stage == 'validate' else stage}_epoch_end")
         return values
@@ -244,7 +244,7 @@ class _Run:
                 if trainer._should_stop():
                     break
             trainer._progress.close()
-            trainer._log_row(metrics.end_epoch())
+            trainer._log_row(metrics.end_epoch("train"))
             if (
                 val_loader is not None
                 and not val_every

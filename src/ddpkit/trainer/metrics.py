@@ -54,7 +54,8 @@ class MetricStore:
         self.logged_metrics: dict[str, torch.Tensor] = {}
         self.progress_bar_metrics: dict[str, float] = {}
         self.pending_step_row: dict[str, float] = {}
-        self._epoch: dict[str, _EpochAccumulator] = {}
+        # Per stage: a validation inside a training epoch closes its own epoch values only.
+        self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
         self.enabled = True
 
@@ -107,19 +108,21 @@ class MetricStore:
             if prog_bar:
                 self.progress_bar_metrics[step_name] = float(step_value)
         if on_epoch:
-            acc = self._epoch.get(name)
+            accumulators = self._epoch.setdefault(self.stage, {})
+            acc = accumulators.get(name)
             v = float(tensor)
             if acc is None:
                 init = 0.0 if reduce_fx in ("mean", "sum") else v
                 names = (f"{name}_epoch", name) if both else (name,)
                 acc = _EpochAccumulator(init, 0.0, reduce_fx, sync_dist, prog_bar, logger, names)
-                self._epoch[name] = acc
+                accumulators[name] = acc
             acc.add(v, float(batch_size or 1))
 
-    def end_epoch(self) -> dict[str, float]:
+    def end_epoch(self, stage: str | None = None) -> dict[str, float]:
         """Close the epoch: reduce (sync_dist) and publish each epoch value; return them."""
         out: dict[str, float] = {}
-        for _, acc in sorted(self._epoch.items()):
+        accumulators = self._epoch.pop(self.stage if stage is None else stage, {})
+        for _, acc in sorted(accumulators.items()):
             value = torch.tensor(acc.local_value(), dtype=torch.float64)
             if acc.sync_dist:
                 if acc.reduce_fx == "mean":
@@ -138,8 +141,7 @@ class MetricStore:
             if acc.prog_bar:
                 self.progress_bar_metrics[first] = float(value)
             out[first] = float(value)
-        self._epoch.clear()
         return out
 
-    def discard_epoch(self) -> None:
-        self._epoch.clear()
+    def discard_epoch(self, stage: str | None = None) -> None:
+        self._epoch.pop(self.stage if stage is None else stage, None)
