@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from ddpkit.testing import procs
@@ -149,3 +151,27 @@ def test_condensed_stacks_put_the_signalled_thread_first_and_cut_deep_stacks() -
         '  File "w.py", line 1 in watch',
     ]
     assert json.dumps(condensed_stacks("no dump here")) == '""'
+
+
+def test_an_interpreter_dies_with_the_parent_pytest(tmp_path: Path) -> None:
+    # A parent killed outright (kill -9, pytest-timeout's thread method) leaves no test behind.
+    parent = textwrap.dedent(
+        f"""
+        import os, sys
+        from pathlib import Path
+        from ddpkit.testing.supervise import Job
+        job = Job(Path({str(tmp_path)!r}))
+        job.start(0, [sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ),
+                  cwd=Path("."), log=Path({str(tmp_path / "log")!r}))
+        print(job.pids[0], flush=True)
+        os._exit(0)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, check=True, timeout=120
+    )
+    orphan = int(out.stdout)
+    deadline = time.monotonic() + 30
+    while procs.is_running(orphan) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not procs.is_running(orphan)

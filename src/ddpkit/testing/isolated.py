@@ -181,7 +181,12 @@ def run(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """The runtest protocol of an isolated item, in the parent."""
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    reports = _reports(item)
+    try:
+        reports = _reports(item)
+    except pytest.fail.Exception as err:
+        # pytest-timeout's own timeout fired while the parent waited (the tree is ended by
+        # then): the test fails with its message, the session goes on.
+        reports = failed_reports(item, "call", str(err))
     call = pytest.CallInfo.from_call(lambda: _teardown_collectors(item, nextitem), when="teardown")
     if call.excinfo is not None:
         teardown = pytest.TestReport.from_item_and_call(item, call)

@@ -96,9 +96,35 @@ def is_running(pid: int) -> bool:
     return True
 
 
+def _listed_children(pid: int) -> set[int] | None:
+    """The children the kernel lists under each thread of ``pid`` (no scan of every process);
+    None where the kernel does not list them."""
+    found: set[int] = set()
+    task_dir = _PROC / str(pid) / "task"
+    try:
+        tasks = os.listdir(task_dir)
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            found.update(int(c) for c in (task_dir / tid / "children").read_text().split())
+        except FileNotFoundError:
+            if (task_dir / tid).exists():
+                return None  # a kernel without CONFIG_PROC_CHILDREN
+            # else: the thread ended while we looked
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def children(pid: int, table: Mapping[int, ProcInfo] | None = None) -> list[ProcInfo]:
     """The running (not zombie) children of ``pid``."""
-    table = process_table() if table is None else table
+    if table is None:
+        listed = _listed_children(pid)
+        if listed is not None:
+            infos = (read_proc(child) for child in sorted(listed))
+            return [p for p in infos if p is not None and p.ppid == pid and p.running]
+        table = process_table()
     return sorted((p for p in table.values() if p.ppid == pid and p.running), key=lambda p: p.pid)
 
 

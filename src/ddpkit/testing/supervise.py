@@ -8,9 +8,12 @@ parent died.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from ddpkit.testing.child import DUMP_SIGNAL, ProcessRecord, read_records
 __all__ = ["Job", "JobEnd", "ProcessEnd", "condensed_stacks", "tail"]
 
 _POLL_SECONDS = 0.05
+_PR_SET_PDEATHSIG = 1
 #: How long the processes get to write their stacks before the kill, on a timeout.
 DUMP_SECONDS = 1.0
 #: After one rank fails, how long the others get to end on their own before they are ended.
@@ -71,6 +75,25 @@ def _stacks(path: Path, start: int) -> str:
     except OSError:
         return ""
     return condensed_stacks(data.decode(errors="replace"))
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A hook that runs in the child between fork and exec: when the parent pytest dies
+    (killed, or ended by pytest-timeout's thread method), the interpreter it started dies too
+    (and its ranks, which end with it). None where there is no prctl (not Linux)."""
+    try:
+        # Looked up here, in the parent: the child only calls it (no dlopen after fork).
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return hook
 
 
 @dataclass(frozen=True)
@@ -149,6 +172,7 @@ class Job:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=tuple(pass_fds),
+                preexec_fn=_die_with_parent(),
             )
         self._started.append(_Started(rank=rank, proc=proc, log=log))
 
