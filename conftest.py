@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +26,18 @@ def _no_leaked_environment() -> Iterator[None]:
         os.environ.clear()
         os.environ.update(before)
         pytest.fail(f"the test leaked environment variables: {', '.join(changed)}")
+
+
+_ROOT = Path(__file__).resolve().parent
+# Caches and the example's output folder may appear while a developer works; anything else a
+# test leaves in the repository root is litter (a Trainer without default_root_dir, say).
+_ROOT_ALLOWED = frozenset({".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache", "runs", ".gl"})
+
+
+@pytest.fixture(autouse=True)
+def _no_litter_in_the_repository_root() -> Iterator[None]:
+    before = set(os.listdir(_ROOT))
+    yield
+    new = sorted(set(os.listdir(_ROOT)) - before - _ROOT_ALLOWED)
+    if new:
+        pytest.fail(f"the test left files in the repository root: {', '.join(new)}")
