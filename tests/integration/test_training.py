@@ -188,6 +188,11 @@ def test_mission_call_trains_like_hand_written_ddp(
     else:
         assert os.getpid() not in {r["pid"] for r in ranks}  # the parent does not train
 
+    # CPU ranks share the cores: ranks × threads ≤ cores (unless the user set the threads).
+    if "OMP_NUM_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0))
+        assert all(r["threads"] == max(1, cores // 2) for r in ranks), [r["threads"] for r in ranks]
+
     # The loss goes down (rank zero's own shard, first epoch against last).
     losses = torch.tensor(ranks[0]["record"]["losses"]).view(EPOCHS, STEPS_PER_EPOCH)
     first, last = losses[0].mean().item(), losses[-1].mean().item()

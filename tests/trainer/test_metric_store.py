@@ -163,9 +163,9 @@ class RankMetrics(ddpkit.Module):
 
 
 @pytest.mark.distributed(world_size=2, timeout=120)
-def test_sync_dist_reduces_across_ranks(dist: DistInfo) -> None:
+def test_sync_dist_reduces_across_ranks(dist: DistInfo, capsys: pytest.CaptureFixture[str]) -> None:
     """A real Trainer in each rank of an initialized gloo group (it uses the group as given)."""
-    trainer = Trainer(accelerator="cpu", devices=2, strategy="ddp", enable_progress_bar=False)
+    trainer = Trainer(accelerator="cpu", devices=2, strategy="ddp", enable_progress_bar=True)
     assert trainer.global_rank == dist.rank
     data = DataLoader(TensorDataset(torch.zeros(4, 1)), batch_size=1)  # 2 batches per rank
     [metrics] = trainer.validate(RankMetrics(), data)
@@ -176,3 +176,5 @@ def test_sync_dist_reduces_across_ranks(dist: DistInfo) -> None:
     assert metrics["own"] == dist.rank  # not synced: each rank's own
     assert float(trainer.callback_metrics["step_synced"]) == 0.5  # a step value, mean of ranks
     assert torch.distributed.is_initialized()  # the test's group is left to the test
+    # The progress bar is rank zero's alone.
+    assert ("validate" in capsys.readouterr().err) is (dist.rank == 0)

@@ -130,6 +130,7 @@ class Regressor(ddpkit.Module):
             "rank": trainer.global_rank,
             "world_size": trainer.world_size,
             "pid": os.getpid(),
+            "threads": torch.get_num_threads(),
             "state_dict": {k: v.detach().cpu().clone() for k, v in self.state_dict().items()},
             "record": self.record,
             "callback_metrics": {k: float(v) for k, v in trainer.callback_metrics.items()},
