@@ -188,12 +188,18 @@ def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
 
 
 def test_standalone_interpreter_that_died_before_reporting(item: pytest.Item) -> None:
-    end = job(proc(0, None, exitcode=4, output="ERROR: not found: t.py::test_a"))
+    output = "\n".join(f"line {i}" for i in range(100))
+    end = job(
+        proc(0, None, exitcode=4, output=output + "\nERROR: not found: t.py::test_a"),
+        proc(1, [rep("setup", "passed")], direct=False, exitcode=None, output="rank 1 said"),
+    )
     text = text_of(standalone_reports(item, end, deserialize))
     assert text.startswith(
         "the standalone test's interpreter (pid 1000) exited with code 4 before it finished the "
-        "test.\nlast lines of output:\n    ERROR: not found"
-    )
+        "test.\n\n--- rank 0 (pid 1000) ---\nlast lines of output:\n    line 41\n"
+    )  # the last 60 lines
+    assert "    ERROR: not found: t.py::test_a\n\n--- rank 1 (pid 1001) ---\n" in text
+    assert text.endswith("last lines of output:\n    rank 1 said")
 
 
 def test_standalone_a_rank_that_failed_fails_a_test_rank_zero_passed(item: pytest.Item) -> None:

@@ -80,8 +80,15 @@ def _indent(text: str) -> str:
     return textwrap.indent(text.rstrip("\n"), "    ") if text.strip() else "    (no output)"
 
 
-def _output_block(end: ProcessEnd) -> str:
-    block = f"last lines of output:\n{_indent(end.output)}"
+#: Lines of output a report shows per process: after a crash the cause is often further up
+#: (a traceback, the launcher's report); at a timeout the stacks follow.
+CRASH_LINES = 60
+TIMEOUT_LINES = 20
+
+
+def _output_block(end: ProcessEnd, lines: int = TIMEOUT_LINES) -> str:
+    output = "\n".join(end.output.splitlines()[-lines:])
+    block = f"last lines of output:\n{_indent(output)}"
     if end.stacks:
         block += (
             f"\nPython stacks when ddpkit ended it (innermost call first):\n{_indent(end.stacks)}"
@@ -137,7 +144,7 @@ def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestRep
         fate = (
             "was ended by ddpkit" if p.ended_by_ddpkit else "ended"
         ) + " before it finished the test"
-        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{_output_block(p)}"
+        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{_output_block(p, CRASH_LINES)}"
     return ""
 
 
@@ -150,11 +157,13 @@ def standalone_reports(
         return failed_reports(item, "call", _timeout_text("standalone", end))
     reports = _reports(direct, deserialize)
     if not _finished(reports):
-        text = (
+        lines = [
             f"the standalone test's interpreter (pid {direct.pid}) {_how_it_exited(direct)} "
-            f"before it finished the test.\n{_output_block(direct)}"
-        )
-        return failed_reports(item, "call", text)
+            f"before it finished the test."
+        ]
+        for p in end.processes:
+            lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{_output_block(p, CRASH_LINES)}")
+        return failed_reports(item, "call", "\n".join(lines))
     problems = []
     for p in end.processes[1:]:
         problem = _rank_problem(item, p, _reports(p, deserialize))
@@ -163,7 +172,7 @@ def standalone_reports(
     if direct.exitcode not in (0, None) and _first_failure(reports) is None:
         problems.append(
             f"--- the test finished, but its interpreter (pid {direct.pid}) "
-            f"{_how_it_exited(direct)} ---\n{_output_block(direct)}"
+            f"{_how_it_exited(direct)} ---\n{_output_block(direct, CRASH_LINES)}"
         )
     if end.leftover:
         problems.append(_leftover_text(end))
@@ -260,7 +269,8 @@ def _describe(v: RankVerdict, root: bool) -> str:
         return f"{head}\n{failure.longreprtext}"
     if v.status in ("passed", "skipped", "xfailed"):
         return head
-    return f"{head}\n{_output_block(end)}"
+    lines = CRASH_LINES if v.status == "crashed" else TIMEOUT_LINES
+    return f"{head}\n{_output_block(end, lines)}"
 
 
 def distributed_reports(

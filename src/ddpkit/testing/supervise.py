@@ -28,7 +28,8 @@ _PR_SET_PDEATHSIG = 1
 DUMP_SECONDS = 1.0
 #: After one rank fails, how long the others get to end on their own before they are ended.
 FAIL_GRACE_SECONDS = 5.0
-TAIL_LINES = 20
+#: How many of its last lines of output a process's end keeps (a report shows fewer).
+TAIL_LINES = 100
 
 
 def tail(path: Path, lines: int = TAIL_LINES, end: int | None = None) -> str:
@@ -115,7 +116,7 @@ class ProcessEnd:
     """Wall-clock time (``time.time()``) at which the parent saw it end."""
     log: Path
     output: str
-    """The last lines of its output (before its stack dump, on a timeout)."""
+    """The last :data:`TAIL_LINES` lines of its output (before its stack dump, on a timeout)."""
     stacks: str = ""
     """On a timeout: the Python stack of each of its threads when the parent ended it."""
 
