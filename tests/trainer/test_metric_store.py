@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -163,9 +164,14 @@ class RankMetrics(ddpkit.Module):
 
 
 @pytest.mark.distributed(world_size=2, timeout=120)
-def test_sync_dist_reduces_across_ranks(dist: DistInfo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sync_dist_reduces_across_ranks(
+    dist: DistInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """A real Trainer in each rank of an initialized gloo group (it uses the group as given)."""
-    trainer = Trainer(accelerator="cpu", devices=2, strategy="ddp", enable_progress_bar=True)
+    trainer = Trainer(
+        accelerator="cpu", devices=2, strategy="ddp", enable_progress_bar=True,
+        default_root_dir=tmp_path,
+    )  # fmt: skip
     assert trainer.global_rank == dist.rank
     data = DataLoader(TensorDataset(torch.zeros(4, 1)), batch_size=1)  # 2 batches per rank
     [metrics] = trainer.validate(RankMetrics(), data)
