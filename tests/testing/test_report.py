@@ -144,8 +144,9 @@ def test_a_rank_that_crashed_without_a_report(item: pytest.Item) -> None:
     end = job(proc(0, passed()), proc(1, None, exitcode=-11, output="Segmentation fault"))
     text = text_of(distributed_reports(item, SPEC, end, deserialize))
     assert (
-        "--- rank 1 (pid 1001): was killed by SIGSEGV before it finished the test (root "
-        "cause) ---\nlast lines of output:\n    Segmentation fault" in text
+        "--- rank 1 (pid 1001): was killed by SIGSEGV before it finished the test (it never "
+        "reached init_process_group) (root cause) ---\nlast lines of output:\n    "
+        "Segmentation fault" in text
     )
 
 

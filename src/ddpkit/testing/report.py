@@ -254,6 +254,8 @@ def _describe(v: RankVerdict, root: bool) -> str:
         head += f"failed in {failure.when}"
     elif v.status == "crashed":
         head += f"{_how_it_exited(end)} before it finished the test"
+        if not end.arrived:
+            head += " (it never reached init_process_group)"
     elif v.status == "never arrived":
         head += "never arrived: it did not reach init_process_group"
     elif v.status == "timed out":
