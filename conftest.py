@@ -11,7 +11,9 @@ import pytest
 
 # Variables a test may legitimately change through monkeypatch (restored by it) are not leaks;
 # anything else left in os.environ after a test is.
-_IGNORED = frozenset({"PYTEST_CURRENT_TEST"})
+# TORCHINDUCTOR_CACHE_DIR: torch exports it itself on its lazy `import torch._dynamo` (the first
+# optimizer or DDP wrap of the process), so it is torch's process-wide setting, not a test's leak.
+_IGNORED = frozenset({"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"})
 
 
 @pytest.fixture(autouse=True)
