@@ -47,34 +47,59 @@ class LaunchError(DDPKitError):
 class RankFailure:
     """How one rank ended.
 
-    ``exitcode`` is the process exit status; a negative value is the signal that ended it.
-    ``traceback`` is the rank's own Python traceback when it raised, else empty.
+    ``exitcode`` is the process exit status, a negative value the signal that ended it, and
+    ``None`` for a rank that is the reporting process itself (rank zero of the subprocess
+    launcher), which has not exited. ``traceback`` is the rank's own Python traceback when it
+    raised (or its stack when it stalled), else empty. ``note``, when set, says how it ended in
+    words and replaces the exit status in the report.
     """
 
     rank: int
     pid: int
-    exitcode: int
+    exitcode: int | None
     traceback: str = ""
     note: str = ""
 
     @property
+    def signal_name(self) -> str | None:
+        """'SIGKILL' for a rank a signal ended, else None."""
+        if self.exitcode is None or self.exitcode >= 0:
+            return None
+        import signal
+
+        try:
+            return signal.Signals(-self.exitcode).name
+        except ValueError:
+            return f"signal {-self.exitcode}"
+
+    @property
     def how(self) -> str:
-        """One phrase: 'exit code 1', 'signal SIGKILL', 'ended by ddpkit (SIGTERM)'."""
+        """One phrase: 'exit code 1', 'killed by signal SIGKILL', or the note."""
         if self.note:
             return self.note
-        if self.exitcode < 0:
-            import signal
-
-            try:
-                name = signal.Signals(-self.exitcode).name
-            except ValueError:
-                name = str(-self.exitcode)
+        name = self.signal_name
+        if name == "SIGKILL":
+            # Nothing in the rank could report it: say who usually sends it.
+            return (
+                "killed by signal SIGKILL (from outside the rank: often the out-of-memory killer)"
+            )
+        if name is not None:
             return f"killed by signal {name}"
+        if self.exitcode is None:
+            return "failed"
         return f"exit code {self.exitcode}"
+
+    def line(self) -> str:
+        """'rank 1 (pid 4242): exit code 1'."""
+        return f"rank {self.rank} (pid {self.pid}): {self.how}"
 
 
 class ChildFailedError(DDPKitError):
-    """One or more ranks failed. ``failures[0]`` is the root cause; the others follow."""
+    """One or more ranks failed. ``failures[0]`` is the root cause; the rest say how others ended.
+
+    The message starts with the root cause (rank, pid, exit code or signal, then its traceback),
+    followed by one line per other rank.
+    """
 
     def __init__(
         self, failures: list[RankFailure] | tuple[RankFailure, ...], what: str = ""
@@ -91,17 +116,14 @@ class ChildFailedError(DDPKitError):
         return self.failures[0]
 
     def _message(self) -> str:
+        what = self.what or "distributed run"
         if not self.failures:
-            return f"{self.what or 'distributed run'} failed"
+            return f"{what} failed"
         root = self.failures[0]
-        lines = [
-            f"{self.what or 'distributed run'} failed: rank {root.rank} (pid {root.pid}) "
-            f"is the root cause, {root.how}."
-        ]
+        lines = [f"{what} failed: rank {root.rank} (pid {root.pid}) is the root cause, {root.how}."]
         if root.traceback:
-            lines += ["", f"--- traceback of rank {root.rank} ---", root.traceback.rstrip(), ""]
-        for other in self.failures[1:]:
-            lines.append(f"rank {other.rank} (pid {other.pid}): {other.how}")
+            lines += ["", f"--- rank {root.rank} ---", root.traceback.rstrip(), "---", ""]
+        lines += [other.line() for other in self.failures[1:]]
         return "\n".join(lines)
 
 

@@ -9,7 +9,6 @@ directory that is removed on every exit path.
 from __future__ import annotations
 
 import ast
-import ctypes
 import io
 import os
 import pickle
@@ -17,7 +16,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -27,9 +25,14 @@ from typing import Any, TypeVar
 from ddpkit.errors import ChildFailedError, LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import rank_env
+from ddpkit.launchers.lifeline import die_with_parent, watch_parent
+from ddpkit.launchers.signals import SignalFlag, exit_exception
 from ddpkit.launchers.watch import (
+    ENV_ERROR_FILE,
     POLL_SECONDS,
+    ErrorRecord,
     ProcessHandle,
+    choose_root,
     end_all,
     first_failure,
     read_error_file,
@@ -37,11 +40,12 @@ from ddpkit.launchers.watch import (
 )
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.utilities.ports import bind_free_port
+from ddpkit.utilities.ports import bind_free_port, listen_on
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
 R = TypeVar("R")
+_WHAT = "DDP (spawn launcher)"
 
 
 def check_main_guard() -> None:
@@ -86,18 +90,14 @@ def _is_main_test(test: ast.expr) -> bool:
     )
 
 
-def _spawned_rank(
-    payload: bytes, env: dict[str, str], error_file: str, result_file: str, sock: Any
-) -> None:
+def _spawned_rank(payload: bytes, env: dict[str, str], result_file: str, sock: Any) -> None:
     """The body of each spawned rank."""
     parent = int(env["DDPKIT_PARENT_PID"])
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: end with the parent
-    except OSError:
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
+    # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
+    # ending the group also ends the rank's own children (data-loader workers).
+    os.setpgid(0, 0)
+    die_with_parent(parent)
+    watch_parent(parent)
     os.environ.update(env)
     try:
         plugin, fn, args = pickle.loads(payload)
@@ -112,11 +112,16 @@ def _spawned_rank(
 
             torch.save(result, result_file)
     except BaseException:
-        write_error_file(error_file, traceback.format_exc())
+        write_error_file(env[ENV_ERROR_FILE], traceback.format_exc())
         raise
 
 
 class SpawnLauncher(Launcher):
+    """The parent only supervises: every rank is spawned, rank zero's result comes back through
+    a file in a private temporary directory (removed on every exit path). SIGINT/SIGTERM to the
+    parent: the handler sets a flag, the loop ends every rank (SIGTERM, SIGKILL after 3 s) and
+    raises ``KeyboardInterrupt`` / ``SystemExit(143)``."""
+
     name = "spawn"
 
     def __init__(self, plugin: DDPSpawnPlugin) -> None:
@@ -130,67 +135,99 @@ class SpawnLauncher(Launcher):
 
         env = self.plugin.cluster_environment
         assert isinstance(env, LocalEnvironment)
+        node_rank = env.node_rank()
+        sock = None
+        if node_rank == 0:
+            # Bound here, before any rank starts, and handed open to rank 0's store: no window
+            # for another process to take the port, and a busy MASTER_PORT fails before a rank
+            # exists. Loopback only when every rank is on this machine.
+            host = "127.0.0.1" if self.plugin.all_ranks_local else ""
+            if env.has_main_port():
+                sock = listen_on(host, env.main_port())
+            else:
+                sock = bind_free_port(host)
+                env.assign_port(sock.getsockname()[1])
         tmpdir = tempfile.mkdtemp(prefix="ddpkit-")  # mode 0700
         handles: list[ProcessHandle] = []
+        signals = SignalFlag()
+
+        def record_of(rank: int) -> ErrorRecord | None:
+            return read_error_file(Path(tmpdir) / f"rank{rank}.json")
+
         try:
-            sock = None
-            if not env.has_main_port():
-                sock = bind_free_port("127.0.0.1" if self.plugin.all_ranks_local else "")
-                env.assign_port(sock.getsockname()[1])
-            ctx: Any = mp.get_context(self.plugin.start_method)
-            node_rank = env.node_rank()
-            for local_rank in range(self.plugin.num_processes):
-                rank = node_rank * self.plugin.num_processes + local_rank
-                child_env = rank_env(
-                    {},
-                    main_address=env.main_address(),
-                    main_port=env.main_port(),
-                    world_size=self.plugin.world_size,
-                    node_rank=node_rank,
-                    local_rank=local_rank,
-                    parent_pid=os.getpid(),
-                )
-                proc = ctx.Process(
-                    target=_spawned_rank,
-                    args=(
-                        payload,
-                        child_env,
-                        str(Path(tmpdir) / f"rank{rank}.json"),
-                        str(Path(tmpdir) / "result.pt"),
-                        sock if local_rank == 0 and rank == 0 else None,
-                    ),
-                    name=f"ddpkit-rank{rank}",
-                )
-                proc.start()
-                handles.append(ProcessHandle(rank=rank, proc=proc))
-            if sock is not None:
-                sock.close()  # rank 0 holds its own duplicate now
-
-            def traceback_of(rank: int) -> str:
-                return read_error_file(Path(tmpdir) / f"rank{rank}.json")
-
-            try:
-                while True:
-                    root = first_failure(handles)
-                    if root is not None:
-                        raise ChildFailedError(
-                            end_all(handles, root, traceback_of), what="DDP (spawn launcher)"
-                        )
-                    if all(h.poll() == 0 for h in handles):
-                        break
-                    time.sleep(POLL_SECONDS)
-            except KeyboardInterrupt:
-                end_all(handles, None, traceback_of)
-                raise
+            with signals:
+                ctx: Any = mp.get_context(self.plugin.start_method)
+                for local_rank in range(self.plugin.num_processes):
+                    rank = node_rank * self.plugin.num_processes + local_rank
+                    child_env = rank_env(
+                        {},
+                        main_address=env.main_address(),
+                        main_port=env.main_port(),
+                        world_size=self.plugin.world_size,
+                        node_rank=node_rank,
+                        local_rank=local_rank,
+                        parent_pid=os.getpid(),
+                    )
+                    child_env[ENV_ERROR_FILE] = str(Path(tmpdir) / f"rank{rank}.json")
+                    proc = ctx.Process(
+                        target=_spawned_rank,
+                        args=(
+                            payload,
+                            child_env,
+                            str(Path(tmpdir) / "result.pt"),
+                            sock if rank == 0 else None,
+                        ),
+                        name=f"ddpkit-rank{rank}",
+                    )
+                    proc.start()
+                    handles.append(ProcessHandle(rank=rank, proc=proc))
+                if sock is not None:
+                    sock.close()  # rank 0 inherited its own descriptor at start
+                    sock = None
+                self._supervise(handles, signals, record_of)
             result_file = Path(tmpdir) / "result.pt"
             if not result_file.exists():
                 return None  # type: ignore[return-value]  # rank 0 ran on another node
             result: R = torch.load(result_file, weights_only=False)
             return result
         finally:
+            # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
+            # the handlers), no rank outlives it and nothing is left on disk.
+            if any(h.poll() is None for h in handles):
+                end_all(handles, None, record_of, reason="after the launcher ended")
             for h in handles:
-                h.proc.join(timeout=0) if h.poll() is not None else None
+                h.proc.join(timeout=0)
+            if sock is not None:
+                sock.close()
+            signals.close()
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+    def _supervise(
+        self,
+        handles: list[ProcessHandle],
+        signals: SignalFlag,
+        record_of: Callable[[int], ErrorRecord | None],
+    ) -> None:
+        """Poll until every rank finished; raise on the first failure or signal."""
+        while True:
+            signum = signals.wait(POLL_SECONDS)
+            if signum is not None:
+                name = signal.Signals(signum).name
+                fates = end_all(
+                    handles, None, record_of, reason=f"after the launcher received {name}"
+                )
+                lines = [f"ddpkit: {name}: every rank of {_WHAT} ended:"]
+                lines += [f"  {fate.line()}" for fate in fates]
+                sys.stderr.write("\n".join(lines) + "\n")
+                sys.stderr.flush()
+                raise exit_exception(signum)
+            failed = first_failure(handles, record_of)
+            if failed is not None:
+                root = choose_root(handles, failed, record_of) or failed
+                fates = end_all(handles, root, record_of, reason=f"after rank {root.rank} failed")
+                raise ChildFailedError(fates, what=_WHAT)
+            if all(h.poll() == 0 for h in handles):
+                return
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
         buffer = io.BytesIO()

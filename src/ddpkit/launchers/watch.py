@@ -1,13 +1,17 @@
 """All-or-nothing supervision of the ranks a launcher started.
 
 The contract (after torch elastic's process context): poll every rank; the first that fails is
-the root cause; the others are ended (SIGTERM, then SIGKILL after a grace period); the report
-names every rank's fate, root cause first.
+the root cause; the others are ended (SIGTERM to the rank's process group, then SIGKILL after a
+grace period); the report names every rank's fate, root cause first.
+
+A failing rank leaves its traceback in an error file (JSON, in the launcher's private 0700
+directory, named by ``DDPKIT_ERROR_FILE``). A stall is reported the same way, with the rank's stack
+in place of a traceback: every rank reports within moments of the alarm, so the supervisor waits
+for their reports and makes a rank that never arrived the root cause, whichever exited first.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,16 +25,30 @@ from typing import Any, Protocol
 from ddpkit.errors import RankFailure
 
 __all__ = [
+    "ENV_ERROR_FILE",
+    "GRACE_SECONDS",
+    "POLL_SECONDS",
+    "STALL_GATHER_SECONDS",
+    "ErrorRecord",
     "PopenHandle",
     "ProcessHandle",
     "RankHandle",
+    "choose_root",
     "end_all",
+    "first_failure",
+    "raised",
     "read_error_file",
     "write_error_file",
 ]
 
+#: the variable that tells a rank where to leave its error report
+ENV_ERROR_FILE = "DDPKIT_ERROR_FILE"
+#: how long a rank has between SIGTERM and SIGKILL
 GRACE_SECONDS = 3.0
+#: how often the supervisor polls its ranks
 POLL_SECONDS = 0.05
+#: after a stall report, how long the other ranks get to send theirs
+STALL_GATHER_SECONDS = 4.0
 
 
 class RankHandle(Protocol):
@@ -42,11 +60,24 @@ class RankHandle(Protocol):
     def poll(self) -> int | None:
         """The exit code (negative: the signal), or None while running."""
 
-    def send_signal(self, sig: int) -> None: ...
+    def send_signal(self, sig: int) -> None:
+        """Signal the rank and its own children (its process group) while it runs."""
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        if os.getpgid(pid) == pid:  # the rank leads its own process group
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 @dataclass
 class PopenHandle:
+    """A rank started with ``subprocess.Popen`` (it leads its own process group)."""
+
     rank: int
     proc: subprocess.Popen[bytes]
 
@@ -58,13 +89,14 @@ class PopenHandle:
         return self.proc.poll()
 
     def send_signal(self, sig: int) -> None:
+        # poll() first: once the rank is reaped its pid may belong to someone else.
         if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            _signal_group(self.proc.pid, sig)
 
 
 @dataclass
 class ProcessHandle:
-    """A ``multiprocessing.Process`` (spawn)."""
+    """A ``multiprocessing.Process`` (spawn); the rank moves to its own process group at start."""
 
     rank: int
     proc: Any
@@ -79,42 +111,129 @@ class ProcessHandle:
 
     def send_signal(self, sig: int) -> None:
         if self.proc.exitcode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, sig)
+            _signal_group(self.proc.pid, sig)
 
 
-def write_error_file(path: str | os.PathLike[str], traceback_text: str) -> None:
-    """Called in a failing rank: leave its traceback for the supervisor (private temp dir)."""
+@dataclass(frozen=True)
+class ErrorRecord:
+    """What a failing rank left in its error file."""
+
+    pid: int
+    traceback: str
+    #: "exception" (it raised) or "stall" (the stall alarm ended it; ``traceback`` is its stack)
+    kind: str = "exception"
+    note: str = ""
+    never_arrived: bool = False
+
+
+def write_error_file(
+    path: str | os.PathLike[str],
+    traceback_text: str,
+    *,
+    kind: str = "exception",
+    note: str = "",
+    never_arrived: bool = False,
+) -> None:
+    """Called in a failing rank: leave its report for the supervisor (atomic rename)."""
+    record = {
+        "pid": os.getpid(),
+        "traceback": traceback_text,
+        "kind": kind,
+        "note": note,
+        "never_arrived": never_arrived,
+    }
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump({"pid": os.getpid(), "traceback": traceback_text}, fh)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh)
     os.replace(tmp, path)
 
 
-def read_error_file(path: str | os.PathLike[str]) -> str:
+def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
     try:
-        return str(json.loads(Path(path).read_text())["traceback"])
-    except (OSError, ValueError, KeyError):
-        return ""
+        data = json.loads(Path(path).read_text())
+        return ErrorRecord(
+            pid=int(data["pid"]),
+            traceback=str(data["traceback"]),
+            kind=str(data.get("kind", "exception")),
+            note=str(data.get("note", "")),
+            never_arrived=bool(data.get("never_arrived", False)),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
-def first_failure(handles: Sequence[RankHandle]) -> RankHandle | None:
+def first_failure(
+    handles: Sequence[RankHandle], record_of: Callable[[int], ErrorRecord | None] | None = None
+) -> RankHandle | None:
+    """The lowest rank that exited with a non-zero status (or a signal), or that left an error
+    report: a rank that raised is known as the root cause before its interpreter has finished
+    exiting (which takes the better part of a second with torch loaded)."""
     for h in handles:
         code = h.poll()
         if code is not None and code != 0:
             return h
+        if code is None and record_of is not None and record_of(h.rank) is not None:
+            return h
     return None
+
+
+def raised(record: ErrorRecord) -> str:
+    """'raised RuntimeError: boom', from the last line of a traceback."""
+    lines = [line for line in record.traceback.strip().splitlines() if line.strip()]
+    return f"raised {lines[-1].strip()[:300]}" if lines else "raised an exception"
+
+
+def choose_root(
+    handles: Sequence[RankHandle],
+    first: RankHandle,
+    record_of: Callable[[int], ErrorRecord | None],
+    *,
+    others_never_arrived: Callable[[], bool] = lambda: False,
+    gather: float = STALL_GATHER_SECONDS,
+) -> RankHandle | None:
+    """The root cause, given the first rank seen failing.
+
+    An exception or a signal: that rank. A stall report: wait (up to ``gather`` s) for every rank
+    to report, then the lowest rank that never arrived; a rank that did not report at all is one
+    (it is stuck where even its watchdog thread cannot run). ``None`` when the rank that never
+    arrived is not among ``handles`` (``others_never_arrived``: rank zero of the subprocess
+    launcher, which is the supervising process itself).
+    """
+    record = record_of(first.rank)
+    if record is None or record.kind != "stall":
+        return first
+    deadline = time.monotonic() + gather
+    while any(h.poll() is None for h in handles) and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+    ordered = sorted(handles, key=lambda h: h.rank)
+    for h in ordered:
+        r = record_of(h.rank)
+        if r is not None and r.kind == "stall" and r.never_arrived:
+            return h
+    if others_never_arrived():
+        return None
+    for h in ordered:
+        if h.poll() is None:
+            return h
+    return first
 
 
 def end_all(
     handles: Sequence[RankHandle],
     root: RankHandle | None,
-    traceback_of: Callable[[int], str],
+    record_of: Callable[[int], ErrorRecord | None],
+    *,
+    reason: str = "after the root cause failed",
     grace: float = GRACE_SECONDS,
-    root_note: str = "",
 ) -> list[RankFailure]:
-    """End every rank still running (SIGTERM, then SIGKILL after ``grace``); return each rank's
-    fate, the root cause first."""
+    """End every rank still running (SIGTERM to its process group, then SIGKILL after
+    ``grace``); return each rank's fate, the root cause first (when it is one of ``handles``).
+
+    A root cause that raised is ended too once its report is in, rather than left to finish
+    exiting: its open connections keep the others' collectives waiting until its interpreter is
+    gone, the better part of a second with torch loaded.
+    """
     ended_by_us: set[int] = set()
     for h in handles:
         if h.poll() is None:
@@ -132,25 +251,34 @@ def end_all(
         while h.poll() is None:
             time.sleep(POLL_SECONDS)
     failures: list[RankFailure] = []
-    ordered = sorted(handles, key=lambda h: (h is not root, h.rank))
-    for h in ordered:
+    for h in sorted(handles, key=lambda h: (h is not root, h.rank)):
         code = h.poll()
         assert code is not None
-        note = ""
-        if h.rank in killed:
-            note = f"did not stop within {grace:g} s of SIGTERM; killed by ddpkit (SIGKILL)"
+        record = record_of(h.rank) if code != 0 else None
+        if h is root and record is not None and record.kind == "exception":
+            note = raised(record)
+            if h.rank not in ended_by_us:
+                note += f" (exit code {code})"
+        elif h is root and record is not None and record.note:
+            note = record.note
+        elif h is root and h.rank in ended_by_us:
+            note = f"never arrived and did not answer the stall alarm; ended by ddpkit {reason}"
+        elif h.rank in killed:
+            note = f"did not end within {grace:g} s of SIGTERM; killed by ddpkit (SIGKILL) {reason}"
         elif h.rank in ended_by_us:
-            note = "ended by ddpkit (SIGTERM) after the root cause failed"
-        elif h is root and root_note:
-            note = root_note
+            note = f"ended by ddpkit (SIGTERM) {reason}"
+        elif record is not None and record.note:
+            note = record.note
         elif code == 0:
             note = "had already finished (exit code 0)"
+        else:
+            note = ""
         failures.append(
             RankFailure(
                 rank=h.rank,
                 pid=h.pid,
                 exitcode=code,
-                traceback=traceback_of(h.rank) if h is root else "",
+                traceback=record.traceback if (record is not None and h is root) else "",
                 note=note,
             )
         )

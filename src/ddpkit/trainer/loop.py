@@ -14,6 +14,8 @@ from torch import nn
 
 from ddpkit.core.module import Module
 from ddpkit.errors import MisconfigurationError
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.data import distribute, move_to_device, num_batches
 from ddpkit.trainer.optim import SchedulerConfig, parse_optimizers
 
@@ -108,6 +110,11 @@ class _Run:
         self.model = model
         self.device = self.plugin.root_device
         self.seed = int(os.environ.get("DDPKIT_SEED", "0"))
+        # float32 leaves inputs and the forward pass alone: the training loop then skips those
+        # calls (a generator-based context manager costs ~3 µs a step).
+        kind = type(self.precision)
+        self._plain_input = kind.convert_input is PrecisionPlugin.convert_input
+        self._plain_forward = kind.forward_context is PrecisionPlugin.forward_context
 
     def prepare(self, loader: DataLoader[Any], *, train: bool, predict: bool = False) -> Any:
         return distribute(
@@ -121,7 +128,8 @@ class _Run:
         )
 
     def batch(self, batch: Any) -> Any:
-        return self.precision.convert_input(move_to_device(batch, self.device))
+        batch = move_to_device(batch, self.device)
+        return batch if self._plain_input else self.precision.convert_input(batch)
 
     # -- evaluation --------------------------------------------------------------------------
 
@@ -147,7 +155,7 @@ class _Run:
                     break
                 with self.precision.forward_context():
                     step(self.batch(batch), batch_idx)
-                trainer._progress.update(metrics.progress_bar_metrics)
+                trainer._progress.update(metrics.bar_values)
         trainer._progress.close()
         model.train(was_training)
         metrics.stage = previous_stage
@@ -194,7 +202,8 @@ class _Run:
             start_epoch = trainer._restore(
                 ckpt_path, model, optimizers, schedulers, weights_only=weights_only
             )
-        wrapped = plugin.wrap_model(_StepModule(model))
+        step_module = _StepModule(model)
+        wrapped = plugin.wrap_model(step_module)
         accumulate = trainer.accumulate_grad_batches
         n_train = num_batches(train_loader, trainer.limit_train_batches)
         n_val = trainer.limit_val_batches
@@ -207,6 +216,26 @@ class _Run:
             self.evaluate("validate", val_loader, sanity_limit, sanity=True)
 
         metrics = trainer._metrics
+        # The per-step path does only what this run needs (tiny models feel every µs):
+        # - one process: nothing wraps the module, so call the hook, not the wrapper module;
+        training_step = cast(Any, model).training_step if wrapped is step_module else wrapped
+        plain_forward = self._plain_forward
+        # - the stall watchdog's bracket around backward only where a plugin has one;
+        watch_backward = type(plugin).collective is not TrainingTypePlugin.collective
+        # - no progress-bar call when there is no bar;
+        bar = trainer._progress if trainer._progress.enabled else None
+        # - a logged value becomes a float for the CSV row only on the steps that write one
+        #   (the condition of Trainer._log_step_row): .item() waits for the device.
+        csv_rows = trainer._csv is not None and trainer.is_global_zero
+        every = trainer.log_every_n_steps
+        metrics.step_row_due = csv_rows and (trainer.global_step + 1) % every == 0
+
+        def forward(batch: Any, batch_idx: int) -> torch.Tensor | None:
+            if plain_forward:
+                return _loss_of(training_step(self.batch(batch), batch_idx), "training_step")
+            with self.precision.forward_context():
+                return _loss_of(training_step(self.batch(batch), batch_idx), "training_step")
+
         model.train()
         _call_hook(model, "on_fit_start")
         for epoch in range(start_epoch, trainer.max_epochs if trainer.max_epochs >= 0 else 10**9):
@@ -225,20 +254,28 @@ class _Run:
                 boundary = (batch_idx + 1) % accumulate == 0 or (
                     n_train is not None and batch_idx + 1 == n_train
                 )
-                sync = contextlib.nullcontext() if boundary else plugin.no_sync(wrapped)
-                with sync:
-                    with self.precision.forward_context():
-                        loss = _loss_of(wrapped(self.batch(batch), batch_idx), "training_step")
-                    if loss is not None:
-                        # The all-reduce happens in backward: the stall watchdog must see it.
-                        waits = plugin.collective("backward") if boundary else None
-                        with waits or contextlib.nullcontext():
-                            self.precision.backward(loss / accumulate)
                 if boundary:
+                    loss = forward(batch, batch_idx)
+                    if loss is not None:
+                        if accumulate > 1:
+                            loss = loss / accumulate
+                        if watch_backward:
+                            # The all-reduce happens in backward: the stall watchdog must see it.
+                            with plugin.collective("backward"):
+                                self.precision.backward(loss)
+                        else:
+                            self.precision.backward(loss)
                     self._optimizer_step(optimizers, schedulers)
                     trainer.global_step += 1
                     trainer._log_step_row()
-                trainer._progress.update(metrics.progress_bar_metrics)
+                    metrics.step_row_due = csv_rows and (trainer.global_step + 1) % every == 0
+                else:
+                    with plugin.no_sync(wrapped):
+                        loss = forward(batch, batch_idx)
+                        if loss is not None:
+                            self.precision.backward(loss / accumulate)
+                if bar is not None:
+                    bar.update(metrics.bar_values)
                 if val_loader is not None and val_every and (batch_idx + 1) % val_every == 0:
                     self.evaluate("validate", val_loader, n_val)
                 if trainer._should_stop():

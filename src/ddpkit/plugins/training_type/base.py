@@ -148,6 +148,10 @@ class TrainingTypePlugin(ABC):
         """Skip the gradient all-reduce (gradient accumulation steps)."""
         return contextlib.nullcontext()
 
+    def collective(self, where: str) -> contextlib.AbstractContextManager[Any]:
+        """Wrap one collective (``where`` names it), so a stall watchdog sees the rank in it."""
+        return contextlib.nullcontext()
+
     def barrier(self, name: str | None = None) -> None:
         pass
 

@@ -6,21 +6,29 @@ import contextlib
 import datetime
 import os
 import socket
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import torch.distributed as dist
 
 from ddpkit.accelerators.base import Accelerator
-from ddpkit.errors import LaunchError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
 
+if TYPE_CHECKING:
+    from ddpkit.launchers.stall import StallReport, StallWatchdog
+
 __all__ = ["DDPPlugin"]
 
 _REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
+#: the stall timeout when the user sets none (torch's own process-group default)
+DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+#: a collective waits this much longer than the stall timeout: the stall watchdog, which dumps
+#: every rank's stack and names the rank that never arrived, always acts first
+COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
 
 
 class DDPPlugin(TrainingTypePlugin):
@@ -32,9 +40,18 @@ class DDPPlugin(TrainingTypePlugin):
 
     Keyword options go to :class:`torch.nn.parallel.DistributedDataParallel`
     (``find_unused_parameters``, ``static_graph``, ``gradient_as_bucket_view`` and any other of
-    its keyword arguments). ``timeout`` (a ``timedelta`` or seconds) bounds every collective: a
-    rank that never arrives fails the job after it. ``process_group_backend`` overrides the
-    accelerator's default (gloo on CPU, nccl on GPU).
+    its keyword arguments). ``process_group_backend`` overrides the accelerator's default (gloo on
+    CPU, nccl on GPU).
+
+    ``timeout`` (a ``timedelta`` or seconds; default 30 minutes) is the stall timeout: when a
+    rank has waited that long in a collective (a backward all-reduce, a barrier, a metric sync)
+    for a rank that never arrived, every rank dumps the Python stack of each of its threads, the
+    report names the rank that never arrived, and every rank ends. The process group's own
+    timeout is set 30 s longer, as a backstop for collectives ddpkit does not see.
+
+    When every rank runs on this machine, nothing listens beyond loopback: the rendezvous store
+    serves on a socket the launcher bound to 127.0.0.1, and gloo's connections are made on the
+    loopback interface (unless ``GLOO_SOCKET_IFNAME`` says otherwise).
     """
 
     name: ClassVar[str] = "ddp"
@@ -69,6 +86,10 @@ class DDPPlugin(TrainingTypePlugin):
         # it (it outlives each stage); the store gets a duplicate of its descriptor.
         self.store_socket: socket.socket | None = None
         self._owns_store_socket = False
+        #: what rank zero of the subprocess launcher does on a stall (None: end the rank)
+        self.stall_handler: Callable[[StallReport], None] | None = None
+        self._watchdog: StallWatchdog | None = None
+        self._stages = 0
 
     def connect(
         self,
@@ -130,15 +151,24 @@ class DDPPlugin(TrainingTypePlugin):
 
     # -- runtime ------------------------------------------------------------------------------
 
+    @property
+    def stall_timeout(self) -> datetime.timedelta:
+        return self.timeout or DEFAULT_TIMEOUT
+
     def setup_environment(self) -> None:
         super().setup_environment()
         if dist.is_initialized():
             # The user (or their harness) made the group; use it and leave it to them.
             self._owns_process_group = False
             return
-        kwargs: dict[str, Any] = {}
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
+        with _gloo_on_loopback(self.all_ranks_local and self.backend == "gloo"):
+            self._init_process_group()
+        self._owns_process_group = True
+        self._stages += 1
+        self._start_watchdog()
+
+    def _init_process_group(self) -> None:
+        kwargs: dict[str, Any] = {"timeout": self.stall_timeout + COLLECTIVE_SLACK}
         external = self._env.creates_processes_externally
         if external and {"MASTER_ADDR", "MASTER_PORT"} <= self._env.env.keys():
             # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
@@ -155,12 +185,35 @@ class DDPPlugin(TrainingTypePlugin):
                 world_size=self.world_size,
                 **kwargs,
             )
-        self._owns_process_group = True
+
+    def _start_watchdog(self) -> None:
+        if self.world_size < 2:
+            return
+        from ddpkit.launchers.stall import StallWatchdog, store_client
+
+        env = self._env
+        restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        seconds = self.stall_timeout.total_seconds()
+        self._watchdog = StallWatchdog(
+            rank=self.global_rank,
+            world_size=self.world_size,
+            timeout=seconds,
+            store=store_client(env.main_address(), env.main_port(), seconds),
+            prefix=f"ddpkit/stall/{restart}/{self._stages}/",
+            on_stall=self.stall_handler,
+        )
+        self._watchdog.start()
+
+    def collective(self, where: str) -> contextlib.AbstractContextManager[Any]:
+        """Wrap one collective, so that the stall watchdog sees this rank waiting in it."""
+        if self._watchdog is None:
+            return contextlib.nullcontext()
+        return self._watchdog.collective(where)
 
     def _make_store(self) -> Any:
         env = self._env
         is_master = self.global_rank == 0
-        timeout = self.timeout or datetime.timedelta(minutes=30)
+        timeout = self.stall_timeout + COLLECTIVE_SLACK
         address, port = env.main_address(), env.main_port()
         listen_fd = None
         if is_master:
@@ -198,7 +251,8 @@ class DDPPlugin(TrainingTypePlugin):
 
     def barrier(self, name: str | None = None) -> None:
         if dist.is_initialized():
-            dist.barrier()
+            with self.collective(f"barrier({name})" if name else "barrier"):
+                dist.barrier()
 
     def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
         if not dist.is_initialized():
@@ -208,7 +262,8 @@ class DDPPlugin(TrainingTypePlugin):
         # gloo has no AVG: sum, then divide.
         if reduce_op == "mean" and not out.is_floating_point():
             out = out.float()
-        dist.all_reduce(out, op=op)
+        with self.collective("all_reduce"):
+            dist.all_reduce(out, op=op)
         if reduce_op == "mean":
             out = out / self.world_size
         return out
@@ -217,17 +272,22 @@ class DDPPlugin(TrainingTypePlugin):
         if not dist.is_initialized():
             return obj
         box = [obj]
-        dist.broadcast_object_list(box, src=src)
+        with self.collective("broadcast_object"):
+            dist.broadcast_object_list(box, src=src)
         return box[0]
 
     def all_gather_object(self, obj: Any) -> list[Any]:
         if not dist.is_initialized():
             return [obj]
         out: list[Any] = [None] * self.world_size
-        dist.all_gather_object(out, obj)
+        with self.collective("all_gather_object"):
+            dist.all_gather_object(out, obj)
         return out
 
     def teardown(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stop()  # first: it talks to the store the process group holds
+            self._watchdog = None
         if self._owns_process_group and dist.is_initialized():
             dist.destroy_process_group()
         self._owns_process_group = False
@@ -241,6 +301,8 @@ class DDPPlugin(TrainingTypePlugin):
         state = self.__dict__.copy()
         state["store_socket"] = None
         state["_owns_store_socket"] = False
+        state["stall_handler"] = None
+        state["_watchdog"] = None
         return state
 
     def __repr__(self) -> str:
@@ -253,16 +315,35 @@ class DDPPlugin(TrainingTypePlugin):
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """Bind the store's listening socket; a clear error when the port is taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    """Bind the store's listening socket (a rank 0 no launcher of ddpkit's started)."""
+    from ddpkit.utilities.ports import listen_on
+
+    return listen_on(host, port)
+
+
+@contextlib.contextmanager
+def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
+    """While the process group is made: gloo's listening sockets on the loopback interface.
+
+    gloo otherwise listens on the address the host name resolves to, often the machine's LAN
+    address, with no authentication. It reads ``GLOO_SOCKET_IFNAME`` when the group is created,
+    so the variable is set for that moment only and the user's environment is left as it was.
+    A value the user set wins.
+    """
+    loopback = _loopback_interface() if enabled else None
+    if loopback is None or "GLOO_SOCKET_IFNAME" in os.environ:
+        yield
+        return
+    os.environ["GLOO_SOCKET_IFNAME"] = loopback
     try:
-        sock.bind((host, port))
-    except OSError as err:
-        sock.close()
-        raise LaunchError(
-            f"DDP rendezvous: cannot listen on {host or '0.0.0.0'}:{port} ({err.strerror}). "
-            f"Fix: unset MASTER_PORT to let ddpkit choose a free port, or choose another."
-        ) from err
-    sock.listen(128)
-    return sock
+        yield
+    finally:
+        del os.environ["GLOO_SOCKET_IFNAME"]
+
+
+def _loopback_interface() -> str | None:
+    try:
+        names = {name for _, name in socket.if_nameindex()}
+    except OSError:
+        return None
+    return next((name for name in ("lo", "lo0") if name in names), None)
