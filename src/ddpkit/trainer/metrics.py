@@ -1,4 +1,10 @@
-"""What ``self.log`` records: step values, epoch means, and their cross-rank reduction."""
+"""What ``self.log`` records: step values, epoch means, and their cross-rank reduction.
+
+``self.log`` runs every step, so it never waits for the device: a value on a GPU stays there
+(no ``.item()``, no ``.cpu()``) until someone reads it, and epoch values accumulate on the
+device. Reading ``callback_metrics``, ``logged_metrics`` or ``progress_bar_metrics`` brings
+them to the host; a CSV row is converted only on the steps it is written.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ _REDUCE_FX = ("max", "mean", "min", "sum")
 
 @dataclass
 class _EpochAccumulator:
-    total: float
+    total: float | torch.Tensor  # a float64 tensor on the device for values logged there
     weight: float
     reduce_fx: str
     sync_dist: bool
@@ -25,23 +31,47 @@ class _EpochAccumulator:
     logger: bool
     names: tuple[str, ...]  # where the epoch value is published
 
-    def add(self, value: float, weight: float) -> None:
+    def add(self, value: float | torch.Tensor, weight: float) -> None:
         if self.reduce_fx in ("mean", "sum"):
-            self.total += value * (weight if self.reduce_fx == "mean" else 1.0)
+            self.total = self.total + value * (weight if self.reduce_fx == "mean" else 1.0)
             self.weight += weight
+        elif isinstance(value, torch.Tensor) or isinstance(self.total, torch.Tensor):
+            pick = torch.maximum if self.reduce_fx == "max" else torch.minimum
+            device = value.device if isinstance(value, torch.Tensor) else None
+            self.total = pick(
+                torch.as_tensor(self.total, dtype=torch.float64, device=device),
+                torch.as_tensor(value, dtype=torch.float64, device=device),
+            )
         elif self.reduce_fx == "max":
             self.total = max(self.total, value)
         else:
             self.total = min(self.total, value)
 
-    def local_value(self) -> float:
+    def local_value(self) -> torch.Tensor:
+        """The epoch value on this rank (float64, on the device it was logged on)."""
+        total = torch.as_tensor(self.total, dtype=torch.float64)
         if self.reduce_fx == "mean":
-            return self.total / max(self.weight, 1e-12)
-        return self.total
+            return total / max(self.weight, 1e-12)
+        return total
+
+    def sum_and_weight(self) -> torch.Tensor:
+        total = torch.as_tensor(self.total, dtype=torch.float64)
+        return torch.stack([total, torch.tensor(self.weight, dtype=torch.float64).to(total)])
 
 
 def _no_reduce(tensor: torch.Tensor, reduce_fx: str) -> torch.Tensor:
     return tensor
+
+
+def _on_device(tensor: torch.Tensor) -> bool:
+    """True when reading the value would wait for a device (anything but the CPU)."""
+    return not tensor.is_cpu
+
+
+def _to_host(values: dict[str, torch.Tensor]) -> None:
+    for name, value in values.items():
+        if not value.is_cpu:
+            values[name] = value.cpu()
 
 
 class MetricStore:
@@ -50,14 +80,51 @@ class MetricStore:
 
     def __init__(self) -> None:
         self.stage = "train"
-        self.callback_metrics: dict[str, torch.Tensor] = {}
-        self.logged_metrics: dict[str, torch.Tensor] = {}
-        self.progress_bar_metrics: dict[str, float] = {}
+        self._callback_metrics: dict[str, torch.Tensor] = {}
+        self._logged_metrics: dict[str, torch.Tensor] = {}
+        self._bar: dict[str, torch.Tensor | float] = {}
+        self._device_values = False  # some value above still lives on a device
         self.pending_step_row: dict[str, float] = {}
+        #: Whether the CSV row of the coming step will be written; the loop clears it on the
+        #: other steps, so their values are never converted for it.
+        self.step_row_due = True
         # Per stage: a validation inside a training epoch closes its own epoch values only.
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
         self.enabled = True
+
+    @property
+    def callback_metrics(self) -> dict[str, torch.Tensor]:
+        if self._device_values:
+            self._fetch()
+        return self._callback_metrics
+
+    @callback_metrics.setter
+    def callback_metrics(self, values: dict[str, torch.Tensor]) -> None:
+        self._callback_metrics = values
+
+    @property
+    def logged_metrics(self) -> dict[str, torch.Tensor]:
+        if self._device_values:
+            self._fetch()
+        return self._logged_metrics
+
+    @logged_metrics.setter
+    def logged_metrics(self, values: dict[str, torch.Tensor]) -> None:
+        self._logged_metrics = values
+
+    @property
+    def progress_bar_metrics(self) -> dict[str, float]:
+        """The values the progress bar shows, as floats (converted when read)."""
+        return self.bar_values()
+
+    def bar_values(self) -> dict[str, float]:
+        return {name: float(value) for name, value in self._bar.items()}
+
+    def _fetch(self) -> None:
+        _to_host(self._callback_metrics)
+        _to_host(self._logged_metrics)
+        self._device_values = False
 
     def log(
         self,
@@ -88,7 +155,7 @@ class MetricStore:
                     f"self.log({name!r}, <tensor of shape {tuple(value.shape)}>): log a scalar "
                     f"(e.g. value.mean())."
                 )
-            tensor = value.detach()
+            tensor = value.detach() if value.requires_grad else value
         else:
             tensor = torch.tensor(float(value))
         # Logged both ways, a metric is published as <name>_step and <name>_epoch, and as
@@ -96,21 +163,26 @@ class MetricStore:
         both = on_step and on_epoch
         if on_step:
             step_value = self.reduce(tensor, reduce_fx) if sync_dist else tensor
-            # .item() syncs a CUDA stream; only values someone reads are converted.
+            # .item() and .cpu() wait for a CUDA stream: a device value is kept as it is
+            # and brought to the host when read (see the properties above).
             step_name = f"{name}_step" if both else name
-            cpu_value = step_value.cpu()
-            self.callback_metrics[step_name] = cpu_value
+            if _on_device(step_value):
+                self._device_values = True
+            self._callback_metrics[step_name] = step_value
             if both:
-                self.callback_metrics[name] = cpu_value
+                self._callback_metrics[name] = step_value
             if logger:
-                self.logged_metrics[step_name] = cpu_value
-                self.pending_step_row[step_name] = float(step_value)
+                self._logged_metrics[step_name] = step_value
+                if self.step_row_due:
+                    self.pending_step_row[step_name] = float(step_value)
             if prog_bar:
-                self.progress_bar_metrics[step_name] = float(step_value)
+                self._bar[step_name] = step_value
         if on_epoch:
             accumulators = self._epoch.setdefault(self.stage, {})
             acc = accumulators.get(name)
-            v = float(tensor)
+            v: float | torch.Tensor = (
+                tensor.to(torch.float64) if _on_device(tensor) else float(tensor)
+            )
             if acc is None:
                 init = 0.0 if reduce_fx in ("mean", "sum") else v
                 names = (f"{name}_epoch", name) if both else (name,)
@@ -123,12 +195,11 @@ class MetricStore:
         out: dict[str, float] = {}
         accumulators = self._epoch.pop(self.stage if stage is None else stage, {})
         for _, acc in sorted(accumulators.items()):
-            value = torch.tensor(acc.local_value(), dtype=torch.float64)
+            value = acc.local_value()
             if acc.sync_dist:
                 if acc.reduce_fx == "mean":
                     # A weighted mean across ranks: reduce the sums and the weights.
-                    both = torch.tensor([acc.total, acc.weight], dtype=torch.float64)
-                    both = self.reduce(both, "sum")
+                    both = self.reduce(acc.sum_and_weight(), "sum")
                     value = both[0] / both[1].clamp_min(1e-12)
                 else:
                     value = self.reduce(value, acc.reduce_fx)
@@ -139,7 +210,7 @@ class MetricStore:
             if acc.logger:
                 self.logged_metrics[first] = value
             if acc.prog_bar:
-                self.progress_bar_metrics[first] = float(value)
+                self._bar[first] = value
             out[first] = float(value)
         return out
 
