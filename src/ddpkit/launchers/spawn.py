@@ -90,7 +90,7 @@ def _is_main_test(test: ast.expr) -> bool:
     )
 
 
-def _spawned_rank(payload: bytes, env: dict[str, str], result_file: str, sock: Any) -> None:
+def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock: Any) -> None:
     """The body of each spawned rank."""
     parent = int(env["DDPKIT_PARENT_PID"])
     # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
@@ -100,7 +100,7 @@ def _spawned_rank(payload: bytes, env: dict[str, str], result_file: str, sock: A
     watch_parent(parent)
     os.environ.update(env)
     try:
-        plugin, fn, args = pickle.loads(payload)
+        plugin, fn, args = pickle.loads(Path(payload_file).read_bytes())
         environment = plugin.cluster_environment
         if isinstance(environment, LocalEnvironment):
             environment.adopt(env)
@@ -148,6 +148,11 @@ class SpawnLauncher(Launcher):
                 sock = bind_free_port(host)
                 env.assign_port(sock.getsockname()[1])
         tmpdir = tempfile.mkdtemp(prefix="ddpkit-")  # mode 0700
+        # A file, not a Process argument: spawn writes the arguments into a pipe that the child
+        # drains only after importing the main module (torch: seconds), so a payload larger than
+        # the pipe (the data set) would hold this loop there and start the ranks one by one.
+        payload_file = Path(tmpdir) / "payload.pkl"
+        payload_file.write_bytes(payload)
         handles: list[ProcessHandle] = []
         signals = SignalFlag()
 
@@ -172,7 +177,7 @@ class SpawnLauncher(Launcher):
                     proc = ctx.Process(
                         target=_spawned_rank,
                         args=(
-                            payload,
+                            str(payload_file),
                             child_env,
                             str(Path(tmpdir) / "result.pt"),
                             sock if rank == 0 else None,
