@@ -112,7 +112,7 @@ def main() -> None:
         train(w, "ddp", int(os.environ["LOCAL_RANK"]), WORLD_SIZE)
     else:
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-        command = [sys.executable, "-m", "bench.run_raw", *sys.argv[1:]]
+        command = [sys.executable, *sys.orig_argv[1:]]  # this very command line, again
         children: list[subprocess.Popen[Any]] = [
             subprocess.Popen(command, env=dict(env, LOCAL_RANK=str(r)))
             for r in range(1, WORLD_SIZE)
