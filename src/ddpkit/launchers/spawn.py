@@ -35,6 +35,7 @@ from ddpkit.launchers.watch import (
     choose_root,
     end_all,
     first_failure,
+    is_peer_loss,
     read_error_file,
     write_error_file,
 )
@@ -111,8 +112,9 @@ def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock
             import torch
 
             torch.save(result, result_file)
-    except BaseException:
-        write_error_file(env[ENV_ERROR_FILE], traceback.format_exc())
+    except BaseException as exc:
+        kind = "peer_loss" if is_peer_loss(exc) else "exception"
+        write_error_file(env[ENV_ERROR_FILE], traceback.format_exc(), kind=kind)
         raise
 
 

@@ -68,6 +68,7 @@ from ddpkit.launchers.watch import (
     choose_root,
     end_all,
     first_failure,
+    is_peer_loss,
     read_error_file,
     write_error_file,
 )
@@ -116,19 +117,7 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 
 
 def _is_peer_loss(exc: BaseException) -> bool:
-    """True for the error a collective raises when another rank's process went away."""
-    import torch.distributed as dist
-
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, dist.DistError | _RankZeroAbort):
-            return True
-        if isinstance(seen, RuntimeError) and "gloo" in str(seen).lower():
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return isinstance(exc, _RankZeroAbort) or is_peer_loss(exc)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -517,18 +506,16 @@ class _Job:
                 self._watcher.join(timeout=POLL_SECONDS * 4)
             if self._claimed:
                 self._settled.wait()
-        code = 0
-        if self.interrupted is not None:
-            code = 128 + self.interrupted
-        elif self.failure is not None and not self.failure_reported:
-            sys.stderr.write(f"ddpkit: {self.failure}\n")
-            code = 1
         self.close()
-        if code:
-            # atexit cannot change the exit status; a rank failed, so the script did too.
+        self.signals.close()
+        if self.failure is not None and not self.failure_reported:
+            # A child failed after rank 0's last stage: the script failed, but atexit cannot
+            # change the exit status. (An interrupt already set it: KeyboardInterrupt or
+            # SystemExit(143) propagated through the script.)
+            sys.stderr.write(f"ddpkit: {self.failure}\n")
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(code)
+            os._exit(1)
 
     def close(self) -> None:
         if self.tmpdir is not None:
@@ -596,9 +583,10 @@ class SubprocessLauncher(Launcher):
             watch_parent(int(env["DDPKIT_PARENT_PID"]))
         try:
             return fn(*args)
-        except BaseException:
+        except BaseException as exc:
             path = env.get(ENV_ERROR_FILE)
             if path:
+                kind = "peer_loss" if is_peer_loss(exc) else "exception"
                 with contextlib.suppress(OSError):  # the parent's directory is gone: it ended
-                    write_error_file(path, traceback.format_exc())
+                    write_error_file(path, traceback.format_exc(), kind=kind)
             raise

@@ -27,6 +27,7 @@ from ddpkit.errors import RankFailure
 __all__ = [
     "ENV_ERROR_FILE",
     "GRACE_SECONDS",
+    "PEER_LOSS_SECONDS",
     "POLL_SECONDS",
     "STALL_GATHER_SECONDS",
     "ErrorRecord",
@@ -36,6 +37,7 @@ __all__ = [
     "choose_root",
     "end_all",
     "first_failure",
+    "is_peer_loss",
     "raised",
     "read_error_file",
     "write_error_file",
@@ -49,6 +51,25 @@ GRACE_SECONDS = 3.0
 POLL_SECONDS = 0.05
 #: after a stall report, how long the other ranks get to send theirs
 STALL_GATHER_SECONDS = 4.0
+#: when the first failure seen only lost its peer, how long the rank that went first has to show
+PEER_LOSS_SECONDS = 1.0
+
+
+def is_peer_loss(exc: BaseException) -> bool:
+    """True for the error a collective raises because another rank went away (its connection
+    closed, or the collective timed out waiting for it): a consequence, not a root cause."""
+    import torch.distributed as dist
+
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception, its cause, its context...
+        if seen is None:
+            return False
+        if isinstance(seen, dist.DistError):
+            return True
+        if isinstance(seen, RuntimeError) and "gloo" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class RankHandle(Protocol):
@@ -120,7 +141,8 @@ class ErrorRecord:
 
     pid: int
     traceback: str
-    #: "exception" (it raised) or "stall" (the stall alarm ended it; ``traceback`` is its stack)
+    #: "exception" (it raised), "peer_loss" (it raised because another rank went away) or
+    #: "stall" (the stall alarm ended it; ``traceback`` is its stack)
     kind: str = "exception"
     note: str = ""
     never_arrived: bool = False
@@ -184,6 +206,24 @@ def raised(record: ErrorRecord) -> str:
     return f"raised {lines[-1].strip()[:300]}" if lines else "raised an exception"
 
 
+def _consequence(h: RankHandle, record_of: Callable[[int], ErrorRecord | None]) -> bool:
+    record = record_of(h.rank)
+    return record is not None and record.kind == "peer_loss"
+
+
+def _candidates(
+    handles: Sequence[RankHandle], record_of: Callable[[int], ErrorRecord | None]
+) -> list[RankHandle]:
+    """Every failed rank, those that failed on their own first (lowest rank first), then those
+    that only lost a peer."""
+    failed = []
+    for h in handles:
+        code = h.poll()
+        if (code is not None and code != 0) or (code is None and record_of(h.rank) is not None):
+            failed.append(h)
+    return sorted(failed, key=lambda h: (_consequence(h, record_of), h.rank))
+
+
 def choose_root(
     handles: Sequence[RankHandle],
     first: RankHandle,
@@ -191,18 +231,36 @@ def choose_root(
     *,
     others_never_arrived: Callable[[], bool] = lambda: False,
     gather: float = STALL_GATHER_SECONDS,
+    peer_loss_wait: float = PEER_LOSS_SECONDS,
 ) -> RankHandle | None:
     """The root cause, given the first rank seen failing.
 
-    An exception or a signal: that rank. A stall report: wait (up to ``gather`` s) for every rank
-    to report, then the lowest rank that never arrived; a rank that did not report at all is one
+    A rank that raised or died on its own comes before one whose collective only lost its peer
+    (that one is waited for up to ``peer_loss_wait`` s: the rank that went first shows up at
+    once, as its process is gone). A stall report: wait (up to ``gather`` s) for every rank to
+    report, then the lowest rank that never arrived; a rank that did not report at all is one
     (it is stuck where even its watchdog thread cannot run). ``None`` when the rank that never
     arrived is not among ``handles`` (``others_never_arrived``: rank zero of the subprocess
     launcher, which is the supervising process itself).
     """
     record = record_of(first.rank)
-    if record is None or record.kind != "stall":
-        return first
+    if record is not None and record.kind == "stall":
+        return _stalled_root(handles, first, record_of, others_never_arrived, gather)
+    deadline = time.monotonic() + peer_loss_wait
+    while True:
+        candidates = _candidates(handles, record_of) or [first]
+        if not _consequence(candidates[0], record_of) or time.monotonic() >= deadline:
+            return candidates[0]
+        time.sleep(POLL_SECONDS)
+
+
+def _stalled_root(
+    handles: Sequence[RankHandle],
+    first: RankHandle,
+    record_of: Callable[[int], ErrorRecord | None],
+    others_never_arrived: Callable[[], bool],
+    gather: float,
+) -> RankHandle | None:
     deadline = time.monotonic() + gather
     while any(h.poll() is None for h in handles) and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
@@ -255,7 +313,7 @@ def end_all(
         code = h.poll()
         assert code is not None
         record = record_of(h.rank) if code != 0 else None
-        if h is root and record is not None and record.kind == "exception":
+        if h is root and record is not None and record.kind in ("exception", "peer_loss"):
             note = raised(record)
             if h.rank not in ended_by_us:
                 note += f" (exit code {code})"

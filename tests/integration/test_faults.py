@@ -1,0 +1,265 @@
+"""Fault injection: every way a job can go wrong ends every rank, says what happened, and leaves
+nothing behind.
+
+Each case is a real run of ``fault_scripts/faulty_run.py`` (two CPU ranks, gloo) in a fresh
+interpreter and a session of its own; the harness waits until no process of that session is left
+and reports the survivors by pid. The targets (2 s for a failure, 3 s for a signal or a dead
+parent) are measured by ``bench/reliability.py``; here the harness timeout (60 s) is only a hang
+guard, far above them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from fault_scripts.harness import FaultRun, run_fault
+
+LAUNCHERS = ["subprocess", "spawn"]
+WHAT = {"subprocess": "DDP (subprocess launcher)", "spawn": "DDP (spawn launcher)"}
+HANG_GUARD = 60.0
+
+pytestmark = pytest.mark.timeout(150)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path) -> Path:
+    """The run's TMPDIR: empty before, and it must be empty after."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    return path
+
+
+def assert_clean(run: FaultRun) -> None:
+    """The job ended by itself, no process of it is left, nothing of ddpkit's is on disk."""
+    assert not run.timed_out, f"the job was still running after {HANG_GUARD} s:\n{run.stderr}"
+    assert run.survivors == [], f"processes left running: {run.survivors}\n{run.stderr}"
+    assert run.litter == [], f"left in TMPDIR: {run.litter}"
+
+
+def report_of(run: FaultRun) -> str:
+    """The ChildFailedError message as rank 0 / the parent printed it (torch prefixes rank 0's
+    lines with ``[rank0]: ``)."""
+    text = run.stderr.replace("[rank0]: ", "")
+    start = text.index("ChildFailedError: ")
+    return text[start:]
+
+
+# -- a rank raises, a rank is killed -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_rank_that_raises_ends_the_job_with_its_traceback_first(
+    launcher: str, private_tmp: Path
+) -> None:
+    run = run_fault(launcher, "raise", rank=1, timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    report = report_of(run)
+    pid1, pid0 = run.ranks[1], run.ranks[0]
+    assert report.startswith(
+        f"ChildFailedError: {WHAT[launcher]} failed: rank 1 (pid {pid1}) is the root cause, "
+        f"raised RuntimeError: injected fault on rank 1"
+    )
+    traceback_at = report.index('raise RuntimeError(f"injected fault on rank {self.fault_rank}")')
+    other_at = report.index(f"rank 0 (pid {pid0}): ")
+    assert "--- rank 1 ---" in report
+    assert traceback_at < other_at  # root cause and its traceback first, then the others
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_rank_killed_by_sigkill_is_named_with_the_signal(
+    launcher: str, private_tmp: Path
+) -> None:
+    run = run_fault(launcher, "kill", rank=1, timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    report = report_of(run)
+    assert report.startswith(
+        f"ChildFailedError: {WHAT[launcher]} failed: rank 1 (pid {run.ranks[1]}) is the root "
+        f"cause, killed by signal SIGKILL"
+    )
+    assert f"rank 0 (pid {run.ranks[0]}): " in report
+
+
+def test_rank_zero_failing_ends_the_children_and_keeps_its_own_traceback(
+    private_tmp: Path,
+) -> None:
+    run = run_fault("subprocess", "raise", rank=0, timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert "RuntimeError: injected fault on rank 0" in run.stderr
+    assert "ChildFailedError" not in run.stderr  # rank 0's own exception, as raised
+    assert (
+        f"ddpkit: rank 1 (pid {run.ranks[1]}): ended by ddpkit (SIGTERM) after rank 0 failed "
+        f"(RuntimeError: injected fault on rank 0)"
+    ) in run.stderr
+
+
+def test_spawned_rank_zero_failing_is_the_root_cause(private_tmp: Path) -> None:
+    run = run_fault("spawn", "raise", rank=0, timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert report_of(run).startswith(
+        f"ChildFailedError: DDP (spawn launcher) failed: rank 0 (pid {run.ranks[0]}) is the "
+        f"root cause, raised RuntimeError: injected fault on rank 0"
+    )
+
+
+# -- the parent dies, the parent is signalled ------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_children_end_by_themselves_when_the_parent_is_killed(launcher: str) -> None:
+    run = run_fault(launcher, "none", rank=1, signal_parent=signal.SIGKILL, timeout=HANG_GUARD)
+    assert run.returncode == -signal.SIGKILL
+    # Nothing ends them but the parent's death: the parent-death signal and their own watcher.
+    assert not run.timed_out, run.stderr
+    assert run.survivors == []
+    assert set(run.ranks) == {0, 1}
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 143)], ids=["INT", "TERM"]
+)
+def test_a_signal_to_the_parent_ends_every_rank_with_the_conventional_status(
+    launcher: str, sig: signal.Signals, status: int, private_tmp: Path
+) -> None:
+    run = run_fault(
+        launcher, "none", rank=1, signal_parent=sig, timeout=HANG_GUARD, tmpdir=private_tmp
+    )
+    assert_clean(run)
+    # SIGINT: KeyboardInterrupt, so Python ends by SIGINT (a shell shows 130); SIGTERM: 143.
+    assert run.returncode == status
+    assert f"ddpkit: {sig.name}: every rank of {WHAT[launcher]} ended:" in run.stderr
+    assert f"rank 1 (pid {run.ranks[1]}): ended by ddpkit (SIGTERM) after" in run.stderr
+    assert f"received {sig.name}" in run.stderr
+
+
+# -- a rank stalls ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("launcher", "stalled"), [("subprocess", 1), ("subprocess", 0), ("spawn", 1)]
+)
+def test_a_stalled_rank_is_named_with_every_ranks_stack(
+    launcher: str, stalled: int, private_tmp: Path
+) -> None:
+    run = run_fault(
+        launcher, "stall", rank=stalled, stall_timeout=3, timeout=HANG_GUARD, tmpdir=private_tmp
+    )
+    assert_clean(run)
+    assert run.returncode == 1
+    waiter = 1 - stalled
+    report = report_of(run)
+    assert report.startswith(
+        f"ChildFailedError: {WHAT[launcher]} failed: rank {stalled} (pid {run.ranks[stalled]}) "
+        f"is the root cause, "
+    )
+    first_line = report.splitlines()[0]
+    assert "never arrived at backward (collective #" in first_line
+    # The root cause's stack is in the report: the loop it is stuck in.
+    assert "in inject" in report.split(f"rank {waiter} (pid")[0]
+    waiter_line = next(line for line in report.splitlines() if line.startswith(f"rank {waiter} ("))
+    assert "waited" in waiter_line
+    assert f"for rank(s) {stalled}, which never arrived (stall timeout 3 s)" in waiter_line
+    # Every rank dumped the stack of each of its threads.
+    for rank in (0, 1):
+        assert f"ddpkit: the stack of every thread of rank {rank}:" in run.stderr
+
+
+# -- ports and sockets -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_busy_master_port_fails_before_any_rank_starts(launcher: str, private_tmp: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "MASTER_PORT": str(port)}
+        run = run_fault(launcher, "ok", timeout=HANG_GUARD, env=env, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert run.ranks == {}  # no rank was started, so none can be orphaned
+    assert f"LaunchError: MASTER_PORT={port}: the rendezvous store cannot listen on " in (
+        run.stderr
+    )
+    assert f"127.0.0.1:{port}" in run.stderr
+
+
+def _non_loopback_address() -> str | None:
+    """An IPv4 address of this machine that is not loopback, if there is one."""
+    ip = shutil.which("ip")
+    if ip is None:
+        return None
+    out = subprocess.run([ip, "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        address = line.split()[3].split("/")[0]
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    return None
+
+
+def _host_name_resolves_to(address: str, hosts: Path) -> tuple[str, ...]:
+    """A command prefix that runs the job in a mount namespace where this machine's host name
+    resolves to ``address`` (as on most machines: the LAN address), or () when that cannot be
+    arranged here (needs root and unshare)."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        return ()
+    hosts.write_text(f"127.0.0.1 localhost\n{address} {socket.gethostname()}\n")
+    probe = subprocess.run(
+        [
+            unshare,
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind {hosts} /etc/hosts && getent hosts {socket.gethostname()}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0 or address not in probe.stdout:
+        return ()
+    return (unshare, "-m", "sh", "-c", f'mount --bind {hosts} /etc/hosts && exec "$@"', "sh")
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_local_run_listens_on_loopback_only(launcher: str, tmp_path: Path) -> None:
+    """torch's store listens on every interface, and gloo on the address the host name
+    resolves to; a local ddpkit run must not open either door. Where possible, the host name is
+    made to resolve to a real non-loopback address of this machine, as it does on most."""
+    address = _non_loopback_address()
+    wrap = _host_name_resolves_to(address, tmp_path / "hosts") if address else ()
+    run = run_fault(
+        launcher,
+        "none",
+        rank=1,
+        signal_parent=signal.SIGTERM,
+        timeout=HANG_GUARD,
+        wrap=wrap,
+        watch_sockets=True,
+    )
+    assert not run.timed_out and run.survivors == []
+    assert run.listening, "no listening socket seen: the run did not reach training"
+    doors = [s for s in run.listening if not ipaddress.ip_address(s[0]).is_loopback]
+    assert doors == [], f"listening beyond loopback (address, port, pid): {doors}"
+
+
+# -- nothing left behind ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_successful_run_leaves_no_process_and_no_file(launcher: str, private_tmp: Path) -> None:
+    run = run_fault(launcher, "ok", timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 0, run.stderr
+    assert "ddpkit-fault: finished" in run.stderr

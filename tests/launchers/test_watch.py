@@ -1,0 +1,179 @@
+"""All-or-nothing supervision on real processes: ending a rank ends its own children, a rank
+that ignores SIGTERM is killed, and the root cause is the rank that failed first on its own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ddpkit.launchers.lifeline import preexec_for_rank
+from ddpkit.launchers.watch import (
+    ErrorRecord,
+    PopenHandle,
+    choose_root,
+    end_all,
+    first_failure,
+    raised,
+    read_error_file,
+    write_error_file,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+SLEEPER = "import time\nwhile True: time.sleep(0.1)"
+WITH_GRANDCHILD = (
+    "import subprocess, sys, time\n"
+    "g = subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True: time.sleep(0.1)'])\n"
+    "print(g.pid, flush=True)\n"
+    "while True: time.sleep(0.1)"
+)
+IGNORES_SIGTERM = (
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+    "while True: time.sleep(0.1)"
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+class Ranks:
+    """Real rank-like processes, each leading its own process group as ddpkit starts them."""
+
+    def __init__(self) -> None:
+        self.handles: list[PopenHandle] = []
+
+    def start(self, code: str, rank: int) -> PopenHandle:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            preexec_fn=preexec_for_rank(os.getpid()),
+        )
+        handle = PopenHandle(rank=rank, proc=proc)
+        self.handles.append(handle)
+        return handle
+
+    def close(self) -> None:
+        for h in self.handles:
+            if h.proc.poll() is None:
+                h.proc.kill()
+            h.proc.wait()
+            if h.proc.stdout is not None:
+                h.proc.stdout.close()
+
+
+@pytest.fixture
+def ranks() -> Iterator[Ranks]:
+    r = Ranks()
+    yield r
+    r.close()
+
+
+def no_record(rank: int) -> ErrorRecord | None:
+    return None
+
+
+def test_ending_a_rank_ends_its_own_children(ranks: Ranks) -> None:
+    h = ranks.start(WITH_GRANDCHILD, rank=1)
+    assert h.proc.stdout is not None
+    grandchild = int(h.proc.stdout.readline())
+    assert os.getpgid(h.pid) == h.pid  # it leads its own group
+    fates = end_all([h], None, no_record, reason="after rank 0 failed")
+    assert fates[0].exitcode == -signal.SIGTERM
+    assert fates[0].note == "ended by ddpkit (SIGTERM) after rank 0 failed"
+    deadline = time.monotonic() + 10
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+
+
+def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(ranks: Ranks) -> None:
+    h = ranks.start(IGNORES_SIGTERM, rank=2)
+    assert h.proc.stdout is not None
+    assert h.proc.stdout.readline().strip() == b"ready"
+    fates = end_all([h], None, no_record, reason="after rank 0 failed", grace=0.3)
+    assert fates[0].exitcode == -signal.SIGKILL
+    assert fates[0].note == (
+        "did not end within 0.3 s of SIGTERM; killed by ddpkit (SIGKILL) after rank 0 failed"
+    )
+
+
+def test_error_files_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "rank3.json"
+    write_error_file(path, "Traceback\nKeyError: 'x'", kind="stall", note="n", never_arrived=True)
+    record = read_error_file(path)
+    assert record == ErrorRecord(
+        pid=os.getpid(),
+        traceback="Traceback\nKeyError: 'x'",
+        kind="stall",
+        note="n",
+        never_arrived=True,
+    )
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+    assert read_error_file(tmp_path / "missing.json") is None
+    assert raised(record) == "raised KeyError: 'x'"
+
+
+def test_a_rank_that_left_its_report_counts_as_failed_before_it_exits(
+    ranks: Ranks, tmp_path: Path
+) -> None:
+    healthy, reporting = ranks.start(SLEEPER, rank=0), ranks.start(SLEEPER, rank=1)
+    records = {1: ErrorRecord(pid=reporting.pid, traceback="ValueError: x")}
+    assert first_failure([healthy, reporting]) is None
+    assert first_failure([healthy, reporting], records.get) is reporting
+
+
+def test_a_rank_that_failed_on_its_own_is_the_root_not_the_one_that_lost_it(
+    ranks: Ranks,
+) -> None:
+    lost_peer, killed = ranks.start(SLEEPER, rank=0), ranks.start(SLEEPER, rank=1)
+    records = {0: ErrorRecord(pid=lost_peer.pid, traceback="gloo ...", kind="peer_loss")}
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.proc.wait()
+    # Rank 0 is seen first (lowest rank, it left a report), but it only lost its peer.
+    assert first_failure([lost_peer, killed], records.get) is lost_peer
+    assert choose_root([lost_peer, killed], lost_peer, records.get) is killed
+
+
+def test_a_stall_blames_the_rank_that_never_arrived(ranks: Ranks) -> None:
+    waited, stalled = ranks.start(SLEEPER, rank=0), ranks.start(SLEEPER, rank=1)
+    records = {
+        0: ErrorRecord(pid=waited.pid, traceback="stack 0", kind="stall", note="waited"),
+        1: ErrorRecord(
+            pid=stalled.pid, traceback="stack 1", kind="stall", note="never", never_arrived=True
+        ),
+    }
+    for h in (waited, stalled):
+        h.proc.kill()
+        h.proc.wait()
+    assert choose_root([waited, stalled], waited, records.get, gather=0.1) is stalled
+    fates = end_all([waited, stalled], stalled, records.get)
+    assert [(f.rank, f.note, f.traceback) for f in fates] == [
+        (1, "never", "stack 1"),
+        (0, "waited", ""),
+    ]
+
+
+def test_a_rank_that_does_not_answer_the_stall_alarm_never_arrived(ranks: Ranks) -> None:
+    waited, silent = ranks.start(SLEEPER, rank=0), ranks.start(SLEEPER, rank=1)
+    records = {0: ErrorRecord(pid=waited.pid, traceback="stack 0", kind="stall", note="waited")}
+    waited.proc.kill()
+    waited.proc.wait()
+    root = choose_root([waited, silent], waited, records.get, gather=0.2)
+    assert root is silent
+    fates = end_all([waited, silent], root, records.get, reason="after rank 1 stalled")
+    assert fates[0].rank == 1
+    assert fates[0].note == (
+        "never arrived and did not answer the stall alarm; ended by ddpkit after rank 1 stalled"
+    )
