@@ -292,7 +292,9 @@ def test_save_checkpoint_after_fit_and_validate_from_it(tmp_path: Path) -> None:
     assert load_checkpoint(path)["global_step"] == BATCHES
     fresh = Recorder()
     assert not torch.equal(fresh.layer.weight, model.layer.weight)
-    [metrics] = Trainer(**quiet()).validate(fresh, loader(), ckpt_path=str(path))
+    [metrics] = Trainer(default_root_dir=tmp_path, **quiet()).validate(
+        fresh, loader(), ckpt_path=str(path)
+    )
     assert torch.equal(fresh.layer.weight, model.layer.weight)
     assert set(metrics) == {"val_loss"}
 
