@@ -118,6 +118,23 @@ def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock
         raise
 
 
+class _ResourceTracker:
+    """multiprocessing's resource tracker, a helper process that spawn starts on first use and
+    that otherwise lingers until the launching process exits (and a moment after). Started by
+    this launch, it is stopped with it: no process of the job outlives ``launch``."""
+
+    def __init__(self) -> None:
+        from multiprocessing import resource_tracker
+
+        tracker: Any = resource_tracker._resource_tracker  # private: stopped only if we started it
+        self._tracker = tracker
+        self._was_running = tracker._fd is not None
+
+    def stop_if_started(self) -> None:
+        if not self._was_running:
+            self._tracker._stop()
+
+
 class SpawnLauncher(Launcher):
     """The parent only supervises: every rank is spawned, rank zero's result comes back through
     a file in a private temporary directory (removed on every exit path). SIGINT/SIGTERM to the
@@ -157,6 +174,7 @@ class SpawnLauncher(Launcher):
         payload_file.write_bytes(payload)
         handles: list[ProcessHandle] = []
         signals = SignalFlag()
+        tracker = _ResourceTracker()
 
         def record_of(rank: int) -> ErrorRecord | None:
             return read_error_file(Path(tmpdir) / f"rank{rank}.json")
@@ -207,6 +225,7 @@ class SpawnLauncher(Launcher):
             if sock is not None:
                 sock.close()
             signals.close()
+            tracker.stop_if_started()
             shutil.rmtree(tmpdir, ignore_errors=True)
 
     def _supervise(
