@@ -17,6 +17,7 @@ command in ``flock``, without ``--lock``): then no other training run overlaps a
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import fcntl
 import importlib.util
@@ -177,8 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     imports: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ddpkit-bench-") as tmp_name:
         tmp = Path(tmp_name)
+        # Byte code, as an installed package has it (PYTHONDONTWRITEBYTECODE would otherwise
+        # leave ddpkit and bench compiling their sources in every process, while torch and
+        # Lightning load theirs from site-packages).
+        compileall.compile_dir(REPO / "src" / "ddpkit", quiet=1)
+        compileall.compile_dir(HERE, quiet=1)
         # Untimed: the first start after boot pays for a cold page cache.
-        _run([_python(), "-c", "import torch, torch._dynamo, ddpkit"], env, tmp / "warm.log", None)
+        warm = "import torch, torch._dynamo, ddpkit" + (
+            ", pytorch_lightning" * bool(with_lightning)
+        )
+        _run([_python(), "-c", warm], env, tmp / "warm.log", None)
         for r in range(repeats):
             for m in modules:
                 seconds = measure_import(IMPORTS[m], env, tmp, args.lock)

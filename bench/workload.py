@@ -56,11 +56,11 @@ class Workload:
 
 WORKLOADS = {
     # Compute matters: ~1 ms per step in one process here.
-    "mlp": Workload("mlp", in_features=64, hidden=256, layers=2, classes=10, batch=64, steps=400,
-                    warmup=100),
+    "mlp": Workload("mlp", in_features=64, hidden=256, layers=2, classes=10, batch=64, steps=300,
+                    warmup=75),
     # Per-step framework overhead dominates: one Linear(32, 2).
-    "tiny": Workload("tiny", in_features=32, hidden=0, layers=0, classes=2, batch=32, steps=1500,
-                     warmup=300),
+    "tiny": Workload("tiny", in_features=32, hidden=0, layers=0, classes=2, batch=32, steps=1000,
+                     warmup=200),
 }  # fmt: skip
 
 
