@@ -31,7 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StallReport", "StallWatchdog", "end_rank_on_stall", "stack_of_all_threads"]
+__all__ = [
+    "StallReport",
+    "StallWatchdog",
+    "end_rank_on_stall",
+    "stack_of_all_threads",
+    "store_client",
+]
 
 #: how often the watchdog looks at its rank and at the store, at most
 MAX_TICK_SECONDS = 0.5

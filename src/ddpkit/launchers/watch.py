@@ -25,11 +25,6 @@ from typing import Any, Protocol
 from ddpkit.errors import RankFailure
 
 __all__ = [
-    "ENV_ERROR_FILE",
-    "GRACE_SECONDS",
-    "PEER_LOSS_SECONDS",
-    "POLL_SECONDS",
-    "STALL_GATHER_SECONDS",
     "ErrorRecord",
     "PopenHandle",
     "ProcessHandle",
