@@ -66,6 +66,19 @@ def _loader(trainer: Trainer, model: nn.Module, stage: str, given: Any) -> DataL
     return hook() if hook is not None else None
 
 
+def _on_host(batch: Any) -> bool:
+    """The common CPU case, answered without rebuilding the batch: a tensor, or a list or tuple
+    of tensors, already on the host (what a DataLoader yields)."""
+    if type(batch) is torch.Tensor:
+        return batch.is_cpu
+    if type(batch) is list or type(batch) is tuple:
+        for value in batch:  # noqa: SIM110 (all() over a generator costs twice as much)
+            if type(value) is not torch.Tensor or not value.is_cpu:
+                return False
+        return True
+    return False
+
+
 def _loss_of(out: Any, where: str) -> torch.Tensor | None:
     if out is None:
         return None
@@ -115,6 +128,7 @@ class _Run:
         kind = type(self.precision)
         self._plain_input = kind.convert_input is PrecisionPlugin.convert_input
         self._plain_forward = kind.forward_context is PrecisionPlugin.forward_context
+        self._on_cpu = self.device.type == "cpu"
 
     def prepare(self, loader: DataLoader[Any], *, train: bool, predict: bool = False) -> Any:
         return distribute(
@@ -128,7 +142,8 @@ class _Run:
         )
 
     def batch(self, batch: Any) -> Any:
-        batch = move_to_device(batch, self.device)
+        if not (self._on_cpu and _on_host(batch)):
+            batch = move_to_device(batch, self.device)
         return batch if self._plain_input else self.precision.convert_input(batch)
 
     # -- evaluation --------------------------------------------------------------------------
