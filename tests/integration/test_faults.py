@@ -263,3 +263,26 @@ def test_a_successful_run_leaves_no_process_and_no_file(launcher: str, private_t
     assert_clean(run)
     assert run.returncode == 0, run.stderr
     assert "ddpkit-fault: finished" in run.stderr
+
+
+# -- ranks that do not make the same Trainer calls ------------------------------------------------
+
+
+def test_a_stage_only_rank_zero_calls_fails_instead_of_waiting(private_tmp: Path) -> None:
+    run = run_fault("subprocess", "rank0_stage", timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert (
+        f"failed: rank 1 (pid {run.ranks[1]}) is the root cause, exited with code 0 while rank 0 "
+        f"was still in validate: every rank must make the same Trainer calls"
+    ) in run.stderr
+
+
+def test_a_stage_only_the_other_ranks_call_fails_when_rank_zero_ends(private_tmp: Path) -> None:
+    run = run_fault("subprocess", "children_stage", timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert (
+        f"failed: rank 1 (pid {run.ranks[1]}) is the root cause, started its stage #2 after "
+        f"rank 0's script had ended with 1: every rank must make the same Trainer calls"
+    ) in run.stderr

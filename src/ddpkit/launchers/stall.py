@@ -80,6 +80,10 @@ def end_rank_on_stall(report: StallReport) -> None:
     os._exit(1)
 
 
+def _no_store() -> Any:
+    raise RuntimeError("the stall watchdog has stopped")
+
+
 class StallWatchdog:
     """Detects a stalled rank; see the module docstring.
 
@@ -135,6 +139,9 @@ class StallWatchdog:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._thread = None
+        # Let go of the store now: on rank 0 it is the store's server, which must not outlive
+        # the stage (a rank starting a stage rank 0 never joins is told by the bare socket).
+        self._make_store = _no_store
 
     # -- the watchdog thread ----------------------------------------------------------------------
 

@@ -37,7 +37,6 @@ import atexit
 import contextlib
 import ctypes
 import os
-import select
 import shutil
 import signal
 import socket
@@ -140,6 +139,7 @@ class _Job:
         self.rank = self.node_rank * self.num_processes
         self.handles: list[PopenHandle] = []
         self.sock: socket.socket | None = None
+        self.store_server: Any = None  # made by rank 0's plugin on ``sock`` in the first stage
         self.tmpdir: str | None = None
         self.signals = SignalFlag()
         self.lock = threading.Lock()
@@ -151,6 +151,7 @@ class _Job:
         self.stage = ""
         self.script_raised: str | None = None
         self.exiting = False
+        self.stages = 0  # the stages rank 0 has started
         self._claimed = False
         self._settled = threading.Event()
         self._armed_tid: int | None = None
@@ -189,6 +190,7 @@ class _Job:
                     parent_pid=os.getpid(),
                 )
                 child_env[ENV_ERROR_FILE] = self.error_file(rank)
+                child_env[ENV_STAGE_FILE] = self.stage_file(rank)
                 try:
                     proc = subprocess.Popen(
                         command,
@@ -222,6 +224,19 @@ class _Job:
         assert self.tmpdir is not None
         return str(Path(self.tmpdir) / f"rank{rank}.json")
 
+    def stage_file(self, rank: int) -> str:
+        assert self.tmpdir is not None
+        return str(Path(self.tmpdir) / f"rank{rank}.stages")
+
+    def _stages_of(self, rank: int) -> int:
+        """How many stages a child has started (it says so in its stage file)."""
+        if self.tmpdir is None:
+            return 0
+        try:
+            return int(Path(self.stage_file(rank)).read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
     def record_of(self, rank: int) -> ErrorRecord | None:
         if self.tmpdir is None:
             return None
@@ -245,6 +260,7 @@ class _Job:
     def run(self, stage: str, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
         self._check_before(stage)
         self.stage = stage
+        self.stages += 1
         with self.signals:
             try:
                 try:
@@ -375,18 +391,22 @@ class _Job:
             if exited and len(exited) == len(self.handles) and not self.armed:
                 return  # every child finished its script
             if exited and self.armed and self.rank0_stall is None:
-                # A child that finished its script while rank 0 is in a stage never joins it
-                # (only the very end of a stage may race with a fast child's exit).
+                # A child that finished its script while rank 0 is in a stage never joins it:
+                # at once if it never started this stage, after the grace period if it did (the
+                # very end of a stage may race with a fast child's exit).
                 early_exit_since = early_exit_since or time.monotonic()
-                if time.monotonic() - early_exit_since > GRACE_SECONDS and self._claim():
+                never_started = self._stages_of(exited[0].rank) < self.stages
+                waited = time.monotonic() - early_exit_since > GRACE_SECONDS
+                if (never_started or waited) and self._claim():
                     self._fail_with(exited[0])
                     self._interrupt_main()
                     return
             else:
                 early_exit_since = None
-            if self.exiting and self.sock is not None and _has_pending_connection(self.sock):
+            ahead = [h for h in self.handles if self._stages_of(h.rank) > self.stages]
+            if self.exiting and ahead:
                 if self._claim():
-                    self._stage_without_rank0()
+                    self._stage_without_rank0(ahead[0])
                 return
 
     def _fail_with(self, first: RankHandle) -> None:
@@ -476,19 +496,23 @@ class _Job:
         rank that never arrived (possibly rank 0) as the root cause."""
         self.rank0_stall = report
 
-    def _stage_without_rank0(self) -> None:
-        fates = self._end("after it started a stage rank 0 never called")
-        own = RankFailure(
-            rank=self.rank,
-            pid=os.getpid(),
-            exitcode=None,
+    def _stage_without_rank0(self, ahead: PopenHandle) -> None:
+        n = self._stages_of(ahead.rank)
+        fates = self._end(f"after rank {ahead.rank} started a stage rank 0 never called", ahead)
+        fates[0] = RankFailure(
+            rank=ahead.rank,
+            pid=ahead.pid,
+            exitcode=fates[0].exitcode,
             note=(
-                "this process; its script ended, but another rank started a new stage (it "
-                "connected to the rendezvous store), which rank 0 will never join: every rank "
-                "must make the same Trainer calls"
+                f"started its stage #{n} after rank {self.rank}'s script had ended with "
+                f"{self.stages}: every rank must make the same Trainer calls (a call under "
+                f"`if not trainer.is_global_zero:` runs on the other ranks only)"
             ),
         )
-        self.failure = ChildFailedError([own, *fates], what=_WHAT)
+        own = RankFailure(
+            rank=self.rank, pid=os.getpid(), exitcode=None, note="this process; its script ended"
+        )
+        self.failure = ChildFailedError([fates[0], own, *fates[1:]], what=_WHAT)
         self._settled.set()
 
     # -- exit -------------------------------------------------------------------------------------
@@ -523,12 +547,11 @@ class _Job:
             self.tmpdir = None
 
 
-def _has_pending_connection(sock: socket.socket) -> bool:
-    ready, _, _ = select.select([sock], [], [], 0)
-    return bool(ready)
-
-
 _job: _Job | None = None
+#: in a child: the stages this process has started
+_child_stages = 0
+#: tells a child where to count the stages it starts
+ENV_STAGE_FILE = "DDPKIT_STAGE_FILE"
 
 
 class SubprocessLauncher(Launcher):
@@ -552,10 +575,15 @@ class SubprocessLauncher(Launcher):
         if env.is_launched_child:
             return self._run_child(fn, *args)
         job = self._job()
+        # One store server per script, whatever Trainer runs the stage.
         self.plugin.store_socket = job.sock
+        self.plugin.store_server = job.store_server
         self.plugin.stall_handler = job.on_rank0_stall
         stage = str(args[0]) if args else "fit"
-        return job.run(stage, fn, args)
+        try:
+            return job.run(stage, fn, args)
+        finally:
+            job.store_server = self.plugin.store_server
 
     def _job(self) -> _Job:
         global _job
@@ -578,9 +606,18 @@ class SubprocessLauncher(Launcher):
         return _job
 
     def _run_child(self, fn: Callable[..., R], *args: Any) -> R:
+        global _child_stages
         env = self.environment.env
         if "DDPKIT_PARENT_PID" in env:
             watch_parent(int(env["DDPKIT_PARENT_PID"]))
+        _child_stages += 1
+        path = env.get(ENV_STAGE_FILE)
+        if path:
+            # Rank 0 reads it once its own script has ended: a stage it never started is one
+            # this rank would wait in until the timeout.
+            with contextlib.suppress(OSError):
+                Path(f"{path}.tmp").write_text(str(_child_stages))
+                os.replace(f"{path}.tmp", path)
         try:
             return fn(*args)
         except BaseException as exc:

@@ -7,6 +7,8 @@ Every rank prints ``ddpkit-fault: rank R pid P`` when training starts. The fault
 ``ddpkit-fault: fault <name> rank R at <time.time()>`` just before the fault, so a harness can
 time the end from the fault. ``--fault none`` trains (slowly, rank R prints ``ready`` a few steps
 in) until a signal ends it; ``--fault ok`` trains one short epoch and ends normally.
+``--fault rank0_stage`` / ``children_stage``: after fit, only rank 0 / only the other ranks call
+``validate`` (a stage the others never join).
 """
 
 from __future__ import annotations
@@ -72,7 +74,11 @@ class Faulty(ddpkit.Module):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--launcher", choices=["subprocess", "spawn"], required=True)
-    parser.add_argument("--fault", choices=["raise", "kill", "stall", "none", "ok"], required=True)
+    parser.add_argument(
+        "--fault",
+        choices=["raise", "kill", "stall", "none", "ok", "rank0_stage", "children_stage"],
+        required=True,
+    )
     parser.add_argument("--rank", type=int, default=1)
     parser.add_argument("--stall-timeout", type=float, default=None)
     args = parser.parse_args()
@@ -90,7 +96,14 @@ def main() -> None:
         num_sanity_val_steps=0,
     )
     data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
-    trainer.fit(Faulty(args.fault, args.rank), DataLoader(data, batch_size=4))
+    model = Faulty(args.fault, args.rank)
+    loader = DataLoader(data, batch_size=4)
+    trainer.fit(model, loader)
+    if (args.fault == "rank0_stage" and trainer.is_global_zero) or (
+        args.fault == "children_stage" and not trainer.is_global_zero
+    ):
+        say(f"fault {args.fault} rank {trainer.global_rank} at {time.time():.6f}")
+        trainer.validate(model, loader)
     say(f"finished pid {os.getpid()} global_step {trainer.global_step}")
 
 

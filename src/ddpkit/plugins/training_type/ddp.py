@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import itertools
 import os
 import socket
 from collections.abc import Callable, Iterator
@@ -17,6 +18,9 @@ from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+
+#: the stages this process has joined (each stage's keys live under a prefix of its own)
+_stage_numbers = itertools.count(1)
 
 if TYPE_CHECKING:
     from ddpkit.launchers.stall import StallReport, StallWatchdog
@@ -85,11 +89,16 @@ class DDPPlugin(TrainingTypePlugin):
         # so that the port is never free between choosing and binding it. The launcher owns
         # it (it outlives each stage); the store gets a duplicate of its descriptor.
         self.store_socket: socket.socket | None = None
-        self._owns_store_socket = False
+        # The store's server (rank 0), one per listening socket for the life of the process:
+        # every stage joins it under a prefix of its own. A server per stage would share the
+        # socket with the previous stage's server, which lives as long as that stage's process
+        # group does (the DDP module holds it, until the garbage collector runs) and would take
+        # some of the connections, stale keys and all.
+        self.store_server: Any = None
         #: what rank zero of the subprocess launcher does on a stall (None: end the rank)
         self.stall_handler: Callable[[StallReport], None] | None = None
         self._watchdog: StallWatchdog | None = None
-        self._stages = 0
+        self._stage = 0
 
     def connect(
         self,
@@ -161,10 +170,10 @@ class DDPPlugin(TrainingTypePlugin):
             # The user (or their harness) made the group; use it and leave it to them.
             self._owns_process_group = False
             return
+        self._stage = next(_stage_numbers)
         with _gloo_on_loopback(self.all_ranks_local and self.backend == "gloo"):
             self._init_process_group()
         self._owns_process_group = True
-        self._stages += 1
         self._start_watchdog()
 
     def _init_process_group(self) -> None:
@@ -189,17 +198,19 @@ class DDPPlugin(TrainingTypePlugin):
     def _start_watchdog(self) -> None:
         if self.world_size < 2:
             return
-        from ddpkit.launchers.stall import StallWatchdog, store_client
+        from ddpkit.launchers.stall import StallWatchdog
 
-        env = self._env
+        # The process group's own store connection, already made: a new one could reach rank
+        # 0 after its store has gone (a stage without collectives ends at once there) and wait
+        # out the store timeout. TCPStore serializes its operations, so a thread may share it.
+        store = dist.distributed_c10d._get_default_store()
         restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        seconds = self.stall_timeout.total_seconds()
         self._watchdog = StallWatchdog(
             rank=self.global_rank,
             world_size=self.world_size,
-            timeout=seconds,
-            store=store_client(env.main_address(), env.main_port(), seconds),
-            prefix=f"ddpkit/stall/{restart}/{self._stages}/",
+            timeout=self.stall_timeout.total_seconds(),
+            store=lambda: store,
+            prefix=f"ddpkit/stall/{restart}/{self._stage}/",
             on_stall=self.stall_handler,
         )
         self._watchdog.start()
@@ -212,24 +223,27 @@ class DDPPlugin(TrainingTypePlugin):
 
     def _make_store(self) -> Any:
         env = self._env
-        is_master = self.global_rank == 0
         timeout = self.stall_timeout + COLLECTIVE_SLACK
         address, port = env.main_address(), env.main_port()
-        listen_fd = None
-        if is_master:
-            if self.store_socket is None:
-                self.store_socket = _listen("127.0.0.1" if self.all_ranks_local else "", port)
-                self._owns_store_socket = True
-            listen_fd = os.dup(self.store_socket.fileno())
-        return dist.TCPStore(  # type: ignore[attr-defined]
-            address,
-            port,
-            self.world_size,
-            is_master,
-            timeout,
-            wait_for_workers=False,
-            master_listen_fd=listen_fd,
-        )
+        if self.global_rank == 0:
+            if self.store_server is None:
+                if self.store_socket is None:  # no launcher of ddpkit's bound one (srun)
+                    self.store_socket = _listen("127.0.0.1" if self.all_ranks_local else "", port)
+                self.store_server = dist.TCPStore(  # type: ignore[attr-defined]
+                    address,
+                    port,
+                    self.world_size,
+                    True,
+                    timeout,
+                    wait_for_workers=False,
+                    master_listen_fd=os.dup(self.store_socket.fileno()),  # the store closes it
+                )
+            store = self.store_server
+        else:
+            store = dist.TCPStore(  # type: ignore[attr-defined]
+                address, port, self.world_size, False, timeout, wait_for_workers=False
+            )
+        return dist.PrefixStore(f"ddpkit/stage{self._stage}/", store)  # type: ignore[attr-defined]
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm:
@@ -291,16 +305,12 @@ class DDPPlugin(TrainingTypePlugin):
         if self._owns_process_group and dist.is_initialized():
             dist.destroy_process_group()
         self._owns_process_group = False
-        if self._owns_store_socket and self.store_socket is not None:
-            self.store_socket.close()
-            self.store_socket = None
-            self._owns_store_socket = False
 
     def __getstate__(self) -> dict[str, Any]:
         # A socket does not pickle; the spawn launcher hands rank 0 its own.
         state = self.__dict__.copy()
         state["store_socket"] = None
-        state["_owns_store_socket"] = False
+        state["store_server"] = None
         state["stall_handler"] = None
         state["_watchdog"] = None
         return state
