@@ -9,7 +9,7 @@ with the parent's environment plus::
 
     MASTER_ADDR=127.0.0.1  MASTER_PORT=<free port, bound by rank 0>  WORLD_SIZE=2
     NODE_RANK=0  LOCAL_RANK=1  DDPKIT_PARENT_PID=<pid of rank 0>
-    DDPKIT_ERROR_FILE=<private 0700 dir>/rank1.json
+    DDPKIT_ERROR_FILE=<private 0700 dir>/rank1.json  DDPKIT_STAGE_FILE=<same dir>/rank1.stages
 
 ``python -m module args`` is re-run as ``python -m module args`` (so ``python -m pytest
 tests/x.py::test[a]`` re-runs exactly that test). A process that already has ``LOCAL_RANK``
@@ -157,7 +157,11 @@ class _Job:
         self._armed_tid: int | None = None
         self._abort_pending = False
         self._watcher: threading.Thread | None = None
-        self._start(plugin, env)
+        try:
+            self._start(plugin, env)
+        except BaseException:
+            self._abandon()
+            raise
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -219,6 +223,12 @@ class _Job:
         atexit.register(self.at_exit)
         self._watcher = threading.Thread(target=self._supervise, name="ddpkit-watch", daemon=True)
         self._watcher.start()
+
+    def _abandon(self) -> None:
+        """The start failed half-way: close what it opened."""
+        self.signals.close()
+        if self.sock is not None:
+            self.sock.close()
 
     def error_file(self, rank: int) -> str:
         assert self.tmpdir is not None
