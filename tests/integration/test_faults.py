@@ -175,6 +175,24 @@ def test_a_stalled_rank_is_named_with_every_ranks_stack(
         assert f"ddpkit: the stack of every thread of rank {rank}:" in run.stderr
 
 
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_rank_stuck_holding_the_gil_is_named_although_it_cannot_answer(
+    launcher: str, private_tmp: Path
+) -> None:
+    run = run_fault(
+        launcher, "gil", rank=1, stall_timeout=3, timeout=HANG_GUARD, tmpdir=private_tmp
+    )
+    assert_clean(run)
+    assert run.returncode == 1
+    report = report_of(run)
+    assert report.startswith(
+        f"ChildFailedError: {WHAT[launcher]} failed: rank 1 (pid {run.ranks[1]}) is the root "
+        f"cause, never arrived and did not answer the stall alarm; ended by ddpkit"
+    )
+    waiter_line = next(line for line in report.splitlines() if line.startswith("rank 0 ("))
+    assert "for rank(s) 1, which never arrived (stall timeout 3 s)" in waiter_line
+
+
 # -- ports and sockets -----------------------------------------------------------------------
 
 

@@ -61,6 +61,7 @@ from ddpkit.launchers.watch import (
     ENV_ERROR_FILE,
     GRACE_SECONDS,
     POLL_SECONDS,
+    STALL_GATHER_SECONDS,
     ErrorRecord,
     PopenHandle,
     RankHandle,
@@ -148,6 +149,7 @@ class _Job:
         self.failure_reported = False
         self.interrupted: int | None = None
         self.rank0_stall: StallReport | None = None
+        self._rank0_stall_at: float | None = None
         self.stage = ""
         self.script_raised: str | None = None
         self.exiting = False
@@ -397,6 +399,12 @@ class _Job:
                     self._fail_with(failed)
                     self._interrupt_main()
                 return
+            silent = self._silent_after_stall()
+            if silent is not None:
+                if self._claim():
+                    self._fail_with(silent)
+                    self._interrupt_main()
+                return
             exited = [h for h in self.handles if h.poll() is not None]
             if exited and len(exited) == len(self.handles) and not self.armed:
                 return  # every child finished its script
@@ -443,7 +451,8 @@ class _Job:
             self.failure = ChildFailedError([own, *fates], what=_WHAT)
             self._settled.set()
             return
-        fates = self._end(f"after rank {root.rank} failed", root=root)
+        reason = f"after rank {root.rank} failed" if stalled0 is None else "after the stall alarm"
+        fates = self._end(reason, root=root)
         if root.poll() == 0:
             fates[0] = RankFailure(
                 rank=root.rank,
@@ -500,11 +509,21 @@ class _Job:
         self.close()
         os._exit(128 + self.interrupted if self.interrupted is not None else 1)
 
+    def _silent_after_stall(self) -> PopenHandle | None:
+        """A child that has not answered the stall alarm long after rank 0 did: it never
+        arrived, and is stuck where even its watchdog thread cannot run."""
+        if self._rank0_stall_at is None:
+            return None
+        if time.monotonic() - self._rank0_stall_at < STALL_GATHER_SECONDS:
+            return None
+        return next((h for h in self.handles if h.poll() is None), None)
+
     def on_rank0_stall(self, report: StallReport) -> None:
         """Rank 0's stall handler (in its watchdog thread): record the report. The children
         answer the same alarm and exit; the supervisor sees that and makes the report, with a
         rank that never arrived (possibly rank 0) as the root cause."""
         self.rank0_stall = report
+        self._rank0_stall_at = time.monotonic()
 
     def _stage_without_rank0(self, ahead: PopenHandle) -> None:
         n = self._stages_of(ahead.rank)

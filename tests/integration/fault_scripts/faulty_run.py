@@ -7,6 +7,7 @@ Every rank prints ``ddpkit-fault: rank R pid P`` when training starts. The fault
 ``ddpkit-fault: fault <name> rank R at <time.time()>`` just before the fault, so a harness can
 time the end from the fault. ``--fault none`` trains (slowly, rank R prints ``ready`` a few steps
 in) until a signal ends it; ``--fault ok`` trains one short epoch and ends normally.
+``--fault gil``: rank R is stuck in a C call that holds the GIL (its stall watchdog cannot run).
 ``--fault rank0_stage`` / ``children_stage``: after fit, only rank 0 / only the other ranks call
 ``validate`` (a stage the others never join).
 """
@@ -14,6 +15,7 @@ in) until a signal ends it; ``--fault ok`` trains one short epoch and ends norma
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import signal
 import sys
@@ -66,6 +68,9 @@ class Faulty(ddpkit.Module):
         if self.fault == "stall":
             while True:  # stuck before the next collective, holding the GIL like real code
                 sum(range(1000))
+        if self.fault == "gil":
+            # Stuck in a C call that holds the GIL: not even the rank's watchdog thread runs.
+            ctypes.PyDLL(None).sleep(3600)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -76,7 +81,7 @@ def main() -> None:
     parser.add_argument("--launcher", choices=["subprocess", "spawn"], required=True)
     parser.add_argument(
         "--fault",
-        choices=["raise", "kill", "stall", "none", "ok", "rank0_stage", "children_stage"],
+        choices=["raise", "kill", "stall", "gil", "none", "ok", "rank0_stage", "children_stage"],
         required=True,
     )
     parser.add_argument("--rank", type=int, default=1)
