@@ -3,7 +3,8 @@
 Each rank is a fresh interpreter that imports the user's main module as ``__mp_main__`` (so code
 under ``if __name__ == "__main__":`` does not run again) and unpickles the trainer, the module and
 the data loaders. Rank zero's return value comes back through a file in a private temporary
-directory that is removed on every exit path.
+directory that is removed on every exit path (after a SIGKILL of the launcher, by the next launch:
+see :mod:`ddpkit.launchers.scratch`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pickle
 import shutil
 import signal
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +26,7 @@ from ddpkit.errors import ChildFailedError, LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import rank_env
 from ddpkit.launchers.lifeline import die_with_parent, watch_parent
+from ddpkit.launchers.scratch import make_private_dir, open_private, sweep_stale_dirs
 from ddpkit.launchers.signals import SignalFlag, exit_exception
 from ddpkit.launchers.watch import (
     ENV_ERROR_FILE,
@@ -111,7 +112,8 @@ def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock
         if plugin.global_rank == 0:
             import torch
 
-            torch.save(result, result_file)
+            with open_private(result_file) as fh:
+                torch.save(result, fh)
     except BaseException as exc:
         kind = "peer_loss" if is_peer_loss(exc) else "exception"
         write_error_file(env[ENV_ERROR_FILE], traceback.format_exc(), kind=kind)
@@ -166,12 +168,15 @@ class SpawnLauncher(Launcher):
             else:
                 sock = bind_free_port(host)
                 env.assign_port(sock.getsockname()[1])
-        tmpdir = tempfile.mkdtemp(prefix="ddpkit-")  # mode 0700
+        # A launcher that was SIGKILLed could not remove its directory: the next launch does.
+        sweep_stale_dirs()
+        tmpdir = str(make_private_dir())  # mode 0700, files 0600
         # A file, not a Process argument: spawn writes the arguments into a pipe that the child
         # drains only after importing the main module (torch: seconds), so a payload larger than
         # the pipe (the data set) would hold this loop there and start the ranks one by one.
         payload_file = Path(tmpdir) / "payload.pkl"
-        payload_file.write_bytes(payload)
+        with open_private(payload_file) as fh:
+            fh.write(payload)
         handles: list[ProcessHandle] = []
         signals = SignalFlag()
         tracker = _ResourceTracker()

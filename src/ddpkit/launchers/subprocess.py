@@ -11,6 +11,9 @@ with the parent's environment plus::
     NODE_RANK=0  LOCAL_RANK=1  DDPKIT_PARENT_PID=<pid of rank 0>
     DDPKIT_ERROR_FILE=<private 0700 dir>/rank1.json  DDPKIT_STAGE_FILE=<same dir>/rank1.stages
 
+The directory is the launch's scratch directory (:mod:`ddpkit.launchers.scratch`): 0700, its
+files 0600.
+
 ``python -m module args`` is re-run as ``python -m module args`` (so ``python -m pytest
 tests/x.py::test[a]`` re-runs exactly that test). A process that already has ``LOCAL_RANK``
 never launches: it is one of the children. The children live as long as the script: a second
@@ -42,7 +45,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -55,6 +57,7 @@ from ddpkit.errors import ChildFailedError, LaunchError, RankFailure
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import rank_env
 from ddpkit.launchers.lifeline import preexec_for_rank, watch_parent
+from ddpkit.launchers.scratch import make_private_dir, open_private, sweep_stale_dirs
 from ddpkit.launchers.signals import SignalFlag, exit_exception
 from ddpkit.launchers.stall import StallReport
 from ddpkit.launchers.watch import (
@@ -181,7 +184,9 @@ class _Job:
                 env.assign_port(self.sock.getsockname()[1])
         self.port = env.main_port()
         self.address = env.main_address()
-        self.tmpdir = tempfile.mkdtemp(prefix="ddpkit-")  # mode 0700
+        # A launcher that was SIGKILLed could not remove its directory: the next launch does.
+        sweep_stale_dirs()
+        self.tmpdir = str(make_private_dir())  # mode 0700, files 0600
         base = dict(os.environ)
         try:
             for local_rank in range(1, self.num_processes):
@@ -645,7 +650,8 @@ class SubprocessLauncher(Launcher):
             # Rank 0 reads it once its own script has ended: a stage it never started is one
             # this rank would wait in until the timeout.
             with contextlib.suppress(OSError):
-                Path(f"{path}.tmp").write_text(str(_child_stages))
+                with open_private(f"{path}.tmp") as fh:
+                    fh.write(str(_child_stages).encode())
                 os.replace(f"{path}.tmp", path)
         try:
             return fn(*args)

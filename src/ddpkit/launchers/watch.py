@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit.errors import RankFailure
+from ddpkit.launchers.scratch import open_private
 
 __all__ = [
     "ErrorRecord",
@@ -160,9 +161,8 @@ def write_error_file(
         "never_arrived": never_arrived,
     }
     tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(record, fh)
+    with open_private(tmp) as fh:
+        fh.write(json.dumps(record).encode())
     os.replace(tmp, path)
 
 
