@@ -11,10 +11,12 @@ guard, far above them.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 from pathlib import Path
 
@@ -115,14 +117,40 @@ def test_spawned_rank_zero_failing_is_the_root_cause(private_tmp: Path) -> None:
 # -- the parent dies, the parent is signalled ------------------------------------------------
 
 
+#: what the killed launcher's scratch directory holds besides its owner file
+LEFT_AFTER_SIGKILL = {"subprocess": "rank1.stages", "spawn": "payload.pkl"}
+
+
 @pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_children_end_by_themselves_when_the_parent_is_killed(launcher: str) -> None:
-    run = run_fault(launcher, "none", rank=1, signal_parent=signal.SIGKILL, timeout=HANG_GUARD)
+def test_children_end_by_themselves_when_the_parent_is_killed(
+    launcher: str, private_tmp: Path
+) -> None:
+    run = run_fault(
+        launcher,
+        "none",
+        rank=1,
+        signal_parent=signal.SIGKILL,
+        timeout=HANG_GUARD,
+        tmpdir=private_tmp,
+    )
     assert run.returncode == -signal.SIGKILL
     # Nothing ends them but the parent's death: the parent-death signal and their own watcher.
     assert not run.timed_out, run.stderr
     assert run.survivors == []
     assert set(run.ranks) == {0, 1}
+    # Nothing could run in the killed launcher: its directory is left, private, naming it...
+    (name,) = run.litter
+    left = private_tmp / name
+    assert name.startswith("ddpkit-")
+    assert {"owner", LEFT_AFTER_SIGKILL[launcher]} <= {p.name for p in left.iterdir()}
+    assert stat.S_IMODE(left.stat().st_mode) == 0o700
+    modes = {p.name: oct(stat.S_IMODE(p.lstat().st_mode)) for p in left.iterdir()}
+    assert set(modes.values()) == {"0o600"}, modes
+    assert json.loads((left / "owner").read_text())["pid"] == run.pid
+    # ...and the next launch removes it (then its own directory, as always).
+    after = run_fault(launcher, "ok", timeout=HANG_GUARD, tmpdir=private_tmp)
+    assert after.returncode == 0, after.stderr
+    assert_clean(after)
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)

@@ -109,6 +109,8 @@ class FaultRun:
     litter: list[str] = field(default_factory=list)
     #: each stderr line with the time it arrived (time.time())
     stamps: list[tuple[float, str]] = field(default_factory=list)
+    #: the launching process (the script: rank 0 with subprocess, the parent with spawn)
+    pid: int | None = None
 
     @property
     def seconds_to_end(self) -> float | None:
@@ -230,5 +232,6 @@ def run_fault(
         listening=listening,
         timed_out=timed_out,
         stamps=stamps,
+        pid=proc.pid,
         litter=sorted(p.name for p in tmpdir.iterdir()) if tmpdir is not None else [],
     )
