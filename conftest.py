@@ -4,6 +4,8 @@ plugin, loaded in pyproject's addopts)."""
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,3 +45,49 @@ def _no_litter_in_the_repository_root() -> Iterator[None]:
     new = sorted(set(os.listdir(_ROOT)) - before - _ROOT_ALLOWED)
     if new:
         pytest.fail(f"the test left files in the repository root: {', '.join(new)}")
+
+
+# The launchers' scratch directories (ddpkit.launchers.scratch) are removed by the launch that
+# made them, or by the next launch's sweep after a SIGKILL. A test that leaves one behind found a
+# leak. They live in the temp root, which on a shared machine other runs (CI, benchmarks) fill
+# and empty at any moment: so the session gets a temp root of its own (TMPDIR for every process a
+# test starts), inside pytest's base temp (kept for the last few sessions, then removed).
+_SCRATCH_PREFIX = "ddpkit-"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("temp-root", numbered=False)
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(root)
+    try:
+        yield root
+    finally:
+        tempfile.tempdir = saved_tempdir
+        if saved_env is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = saved_env
+
+
+def _scratch_dirs(root: Path) -> set[str]:
+    # The subprocess launcher's job lives as long as the script (a second fit finds its ranks),
+    # so its directory is removed when this process exits, not when the test ends.
+    job = getattr(sys.modules.get("ddpkit.launchers.subprocess"), "_job", None)
+    live = os.path.basename(getattr(job, "tmpdir", None) or "")
+    return {
+        p.name
+        for p in root.iterdir()
+        if p.name.startswith(_SCRATCH_PREFIX) and p.is_dir() and p.name != live
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_scratch_directory_left(_session_temp_root: Path) -> Iterator[None]:
+    before = _scratch_dirs(_session_temp_root)
+    yield
+    new = sorted(_scratch_dirs(_session_temp_root) - before)
+    if new:
+        pytest.fail(
+            f"the test left ddpkit scratch directories in {_session_temp_root}: {', '.join(new)}"
+        )

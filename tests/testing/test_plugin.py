@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ddpkit.launchers.scratch import PREFIX, sweep_stale_dirs
 from ddpkit.testing import procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")
@@ -242,8 +243,11 @@ HANGS = """
 
 @pytest.mark.timeout(300)
 def test_a_hanging_test_is_ended_at_its_timeout_with_every_ranks_last_lines(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    temp = tmp_path / "temp"  # the run's TMPDIR
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     record = tmp_path / "record"
     write(pytester, "test_hangs", (DDP + HANGS).format(record=str(record)))
     # Under pytest-xdist: the two tests run at the same time, on free ports of their own.
@@ -266,6 +270,12 @@ def test_a_hanging_test_is_ended_at_its_timeout_with_every_ranks_last_lines(
     ]  # fmt: skip
     leftover = [pid for pid in pids_in(record) if procs.is_running(pid)]
     assert leftover == []
+    # The timeout ended the tree, the hanging test's launcher too (so it may not have removed
+    # its scratch directory): what is left is a dead launcher's, which the sweep that every next
+    # launch starts with removes.
+    scratch = sorted(p for p in temp.iterdir() if p.name.startswith(PREFIX))
+    assert sweep_stale_dirs(temp) == scratch
+    assert [p.name for p in temp.iterdir() if p.name.startswith(PREFIX)] == []
 
 
 # -- distributed --------------------------------------------------------------------------------
