@@ -28,6 +28,8 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from fault_scripts.harness import FaultRun, run_fault  # noqa: E402
 
+from ddpkit.launchers.scratch import sweep_stale_dirs  # noqa: E402
+
 DOC = REPO / "docs" / "reliability.md"
 START, END = "<!-- bench:reliability:start -->", "<!-- bench:reliability:end -->"
 STALL_TIMEOUT = 3.0
@@ -90,7 +92,7 @@ def what_the_user_sees(run: FaultRun) -> str:
 def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
     times: list[float] = []
     seen = ""
-    survivors = litter = 0
+    survivors = litter = swept = 0
     files: set[str] = set()
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-reliability-") as tmp:
@@ -106,6 +108,11 @@ def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
                 tmpdir=private,
             )
             files |= {_kind(private / name) for name in run.litter}
+            if run.litter:
+                # Measured right after the fault, the leftover counts above; whether the sweep
+                # that every next launch runs first removes it is measured here.
+                leftovers = {private / name for name in run.litter}
+                swept += set(sweep_stale_dirs(private)) == leftovers
         if run.seconds_to_end is not None and not run.timed_out:
             times.append(run.seconds_to_end)
         survivors += bool(run.survivors or run.timed_out)
@@ -119,7 +126,10 @@ def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
     if survivors:
         left.append(f"processes in {survivors} run(s)")
     if litter:
-        left.append(f"{', '.join(sorted(files))} in {litter} run(s)")
+        left.append(
+            f"{', '.join(sorted(files))} in {litter} run(s); the sweep a next launch starts "
+            f"with removed it in {swept}"
+        )
     return times, seen, "; ".join(left) or "nothing"
 
 
