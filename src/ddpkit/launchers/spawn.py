@@ -157,26 +157,16 @@ class SpawnLauncher(Launcher):
         env = self.plugin.cluster_environment
         assert isinstance(env, LocalEnvironment)
         node_rank = env.node_rank()
-        sock = None
-        if node_rank == 0:
-            # Bound here, before any rank starts, and handed open to rank 0's store: no window
-            # for another process to take the port, and a busy MASTER_PORT fails before a rank
-            # exists. Loopback only when every rank is on this machine.
-            host = "127.0.0.1" if self.plugin.all_ranks_local else ""
-            if env.has_main_port():
-                sock = listen_on(host, env.main_port())
-            else:
-                sock = bind_free_port(host)
-                env.assign_port(sock.getsockname()[1])
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
         sweep_stale_dirs()
+        # Made first: from here on, the finally below removes it and closes the socket, whatever
+        # fails (a busy MASTER_PORT, a full disk while writing the payload).
         tmpdir = str(make_private_dir())  # mode 0700, files 0600
         # A file, not a Process argument: spawn writes the arguments into a pipe that the child
         # drains only after importing the main module (torch: seconds), so a payload larger than
         # the pipe (the data set) would hold this loop there and start the ranks one by one.
         payload_file = Path(tmpdir) / "payload.pkl"
-        with open_private(payload_file) as fh:
-            fh.write(payload)
+        sock = None
         handles: list[ProcessHandle] = []
         signals = SignalFlag()
         tracker = _ResourceTracker()
@@ -185,6 +175,18 @@ class SpawnLauncher(Launcher):
             return read_error_file(Path(tmpdir) / f"rank{rank}.json")
 
         try:
+            with open_private(payload_file) as fh:
+                fh.write(payload)
+            if node_rank == 0:
+                # Bound here, before any rank starts, and handed open to rank 0's store: no
+                # window for another process to take the port, and a busy MASTER_PORT fails
+                # before a rank exists. Loopback only when every rank is on this machine.
+                host = "127.0.0.1" if self.plugin.all_ranks_local else ""
+                if env.has_main_port():
+                    sock = listen_on(host, env.main_port())
+                else:
+                    sock = bind_free_port(host)
+                    env.assign_port(sock.getsockname()[1])
             with signals:
                 ctx: Any = mp.get_context(self.plugin.start_method)
                 for local_rank in range(self.plugin.num_processes):
