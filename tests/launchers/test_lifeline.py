@@ -9,9 +9,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+
+from ddpkit.utilities.procs import is_running
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,14 +43,6 @@ STUBBORN_RANK = textwrap.dedent(
 )
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def orphan_after_parent_dies(rank_code: str) -> tuple[int, bool]:
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, rank_code], stdout=subprocess.PIPE, start_new_session=True
@@ -61,9 +54,9 @@ def orphan_after_parent_dies(rank_code: str) -> tuple[int, bool]:
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 20  # hang guard; the rank goes within moments
-        while alive(rank) and time.monotonic() < deadline:
+        while is_running(rank) and time.monotonic() < deadline:
             time.sleep(0.05)
-        still = alive(rank)
+        still = is_running(rank)
         if still:
             os.kill(rank, signal.SIGKILL)
         return rank, still

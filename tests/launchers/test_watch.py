@@ -24,6 +24,7 @@ from ddpkit.launchers.watch import (
     read_error_file,
     write_error_file,
 )
+from ddpkit.utilities.procs import is_running
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,14 +39,6 @@ IGNORES_SIGTERM = (
     "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
     "while True: time.sleep(0.1)"
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 class Ranks:
@@ -93,9 +86,9 @@ def test_ending_a_rank_ends_its_own_children(ranks: Ranks) -> None:
     assert fates[0].exitcode == -signal.SIGTERM
     assert fates[0].note == "ended by ddpkit (SIGTERM) after rank 0 failed"
     deadline = time.monotonic() + 10
-    while alive(grandchild) and time.monotonic() < deadline:
+    while is_running(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not alive(grandchild)
+    assert not is_running(grandchild)
 
 
 def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(ranks: Ranks) -> None:

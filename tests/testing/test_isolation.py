@@ -8,7 +8,8 @@ import sys
 
 import torch.distributed as dist
 
-from ddpkit.testing import isolation, procs
+from ddpkit.testing import isolation
+from ddpkit.utilities import procs
 
 
 def test_a_leaked_group_is_destroyed_and_described() -> None:

@@ -7,8 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from ddpkit.testing import procs
+from ddpkit.utilities import procs
 
 
 def test_read_proc_of_this_process() -> None:
@@ -21,6 +22,9 @@ def test_read_proc_of_this_process() -> None:
         os.getsid(0),
     )
     assert me.running
+    # field 22 of /proc/<pid>/stat, read here on its own
+    fields = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()
+    assert me.start == int(fields[19]) > 0
 
 
 def test_a_pid_that_does_not_exist() -> None:

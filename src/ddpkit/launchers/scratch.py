@@ -26,7 +26,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["OWNER_FILE", "PREFIX", "make_private_dir", "open_private", "sweep_stale_dirs"]
+from ddpkit.utilities.procs import read_proc
+
+__all__ = [
+    "OWNER_FILE",
+    "PREFIX",
+    "make_private_dir",
+    "open_private",
+    "sweep_stale_dirs",
+    "write_private",
+]
 
 #: the name of every launcher's directory starts with this (``mkdtemp`` adds eight characters)
 PREFIX = "ddpkit-"
@@ -49,16 +58,13 @@ def open_private(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(fd, "wb")
 
 
-def _linux_identity(pid: int) -> dict[str, Any] | None:
-    """The pid's start time (field 22 of /proc/<pid>/stat, clock ticks since boot) and whether
-    it is a zombie; None where there is no such process (or no /proc)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ")".
-    fields = text[text.rindex(")") + 2 :].split()
-    return {"state": fields[0], "start": int(fields[19])}
+def write_private(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` (0600) under another name, then rename it into place: a reader
+    (the supervisor, a sweep) sees the old file or the whole new one, never half of it."""
+    partial = f"{os.fspath(path)}.tmp"
+    with open_private(partial) as fh:
+        fh.write(data)
+    os.replace(partial, path)
 
 
 def _read_first_line(path: str) -> str | None:
@@ -84,10 +90,10 @@ def _owner_record() -> dict[str, Any]:
     where /proc has them (Linux); elsewhere the pid alone (a reused pid then counts as alive:
     the directory stays, which is the safe mistake)."""
     pid = os.getpid()
-    me = _linux_identity(pid)
+    me = read_proc(pid)
     return {
         "pid": pid,
-        "start": None if me is None else me["start"],
+        "start": None if me is None else me.start,
         "boot": _this_boot(),
         "pidns": _this_pid_namespace(),
     }
@@ -96,14 +102,11 @@ def _owner_record() -> dict[str, Any]:
 def make_private_dir() -> Path:
     """Make this launch's scratch directory (0700) and its ``owner`` file (0600).
 
-    The owner file is written under another name and renamed into place, so a sweep sees either
-    no owner file (and skips the directory) or a whole one."""
+    The owner file is written atomically (:func:`write_private`), so a sweep sees either no
+    owner file (and skips the directory) or a whole one."""
     path = Path(tempfile.mkdtemp(prefix=PREFIX))
     try:
-        partial = path / f"{OWNER_FILE}.tmp"
-        with open_private(partial) as fh:
-            fh.write(json.dumps(_owner_record()).encode())
-        os.replace(partial, path / OWNER_FILE)
+        write_private(path / OWNER_FILE, json.dumps(_owner_record()).encode())
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
@@ -123,9 +126,9 @@ def _owner_is_gone(record: object, boot: str | None, pidns: str | None) -> bool:
     if record.get("boot") != boot or record.get("pidns") != pidns:
         return False
     if start is not None:
-        now = _linux_identity(pid)
+        now = read_proc(pid)
         # No such process, a zombie (dead, not yet reaped), or a newer process with the same pid.
-        return now is None or now["state"] in ("Z", "X") or now["start"] != start
+        return now is None or not now.running or now.start != start
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

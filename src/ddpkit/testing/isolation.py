@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ddpkit.testing import procs
+from ddpkit.utilities import procs
 
 __all__ = [
     "ChildSnapshot",

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpkit.testing import procs
 from ddpkit.testing.child import DUMP_SIGNAL, ProcessRecord, read_records
+from ddpkit.utilities import procs
 
 __all__ = ["Job", "JobEnd", "ProcessEnd", "condensed_stacks", "tail"]
 

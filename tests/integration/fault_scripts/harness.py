@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpkit.utilities.procs import process_table
+
 __all__ = ["SCRIPT", "FaultRun", "listening_sockets", "run_fault", "session_pids"]
 
 SCRIPT = Path(__file__).with_name("faulty_run.py")
@@ -29,19 +31,7 @@ _RANK_LINE = re.compile(r"ddpkit-fault: rank (?P<rank>\d+) pid (?P<pid>\d+)")
 
 def session_pids(sid: int) -> list[int]:
     """The live (not zombie) processes of session ``sid``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        state, session = fields[0], int(fields[3])
-        if session == sid and state not in ("Z", "X"):
-            pids.append(int(entry.name))
-    return sorted(pids)
+    return sorted(p.pid for p in process_table().values() if p.sid == sid and p.running)
 
 
 def listening_sockets(pids: list[int]) -> list[tuple[str, int, int]]:

@@ -42,6 +42,9 @@ class ProcInfo:
     sid: int
     state: str
     """``R``, ``S``, ``D``, ``T``, ...; ``Z`` (zombie) and ``X`` (dead) are not running."""
+    start: int
+    """When it started, in clock ticks since boot: with the pid, it names one process (a pid
+    is reused, a start time under it is not)."""
 
     @property
     def running(self) -> bool:
@@ -59,7 +62,12 @@ def read_proc(pid: int) -> ProcInfo | None:
     fields = text[text.rfind(")") + 2 :].split()
     try:
         return ProcInfo(
-            pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]), state=fields[0]
+            pid=pid,
+            ppid=int(fields[1]),
+            pgid=int(fields[2]),
+            sid=int(fields[3]),
+            state=fields[0],
+            start=int(fields[19]),
         )
     except (IndexError, ValueError):
         return None
