@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from ddpkit.errors import LaunchError
-from ddpkit.utilities.ports import bind_free_port, listen_on
+from ddpkit.utilities.ports import bind_free_port, listen_for_store, listen_on
 
 
 def test_a_free_port_on_loopback() -> None:
@@ -35,3 +35,14 @@ def test_a_taken_port_fails_with_its_number_and_a_fix() -> None:
     assert message.startswith(f"MASTER_PORT={port}: the rendezvous store cannot listen on ")
     assert f"127.0.0.1:{port}" in message
     assert "Fix: unset MASTER_PORT" in message
+
+
+@pytest.mark.parametrize(("local_only", "host"), [(True, "127.0.0.1"), (False, "0.0.0.0")])
+def test_the_store_listens_on_loopback_only_when_every_rank_is_local(
+    local_only: bool, host: str
+) -> None:
+    with listen_for_store(None, local_only=local_only) as sock:
+        bound_host, port = sock.getsockname()
+        assert (bound_host, port > 0) == (host, True)
+    with listen_for_store(port, local_only=local_only) as sock:
+        assert sock.getsockname() == (host, port)

@@ -16,7 +16,6 @@ import pickle
 import shutil
 import signal
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -36,13 +35,13 @@ from ddpkit.launchers.watch import (
     choose_root,
     end_all,
     first_failure,
-    is_peer_loss,
     read_error_file,
-    write_error_file,
+    report_interrupt,
+    report_rank_failure,
 )
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.utilities.ports import bind_free_port, listen_on
+from ddpkit.utilities.ports import listen_for_store
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
@@ -115,8 +114,7 @@ def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock
             with open_private(result_file) as fh:
                 torch.save(result, fh)
     except BaseException as exc:
-        kind = "peer_loss" if is_peer_loss(exc) else "exception"
-        write_error_file(env[ENV_ERROR_FILE], traceback.format_exc(), kind=kind)
+        report_rank_failure(env[ENV_ERROR_FILE], exc)
         raise
 
 
@@ -181,12 +179,9 @@ class SpawnLauncher(Launcher):
                 # Bound here, before any rank starts, and handed open to rank 0's store: no
                 # window for another process to take the port, and a busy MASTER_PORT fails
                 # before a rank exists. Loopback only when every rank is on this machine.
-                host = "127.0.0.1" if self.plugin.all_ranks_local else ""
-                if env.has_main_port():
-                    sock = listen_on(host, env.main_port())
-                else:
-                    sock = bind_free_port(host)
-                    env.assign_port(sock.getsockname()[1])
+                port = env.main_port() if env.has_main_port() else None
+                sock = listen_for_store(port, local_only=self.plugin.all_ranks_local)
+                env.assign_port(sock.getsockname()[1])
             with signals:
                 ctx: Any = mp.get_context(self.plugin.start_method)
                 for local_rank in range(self.plugin.num_processes):
@@ -249,10 +244,7 @@ class SpawnLauncher(Launcher):
                 fates = end_all(
                     handles, None, record_of, reason=f"after the launcher received {name}"
                 )
-                lines = [f"ddpkit: {name}: every rank of {_WHAT} ended:"]
-                lines += [f"  {fate.line()}" for fate in fates]
-                sys.stderr.write("\n".join(lines) + "\n")
-                sys.stderr.flush()
+                report_interrupt(signum, _WHAT, fates)
                 raise exit_exception(signum)
             failed = first_failure(handles, record_of)
             if failed is not None:

@@ -47,7 +47,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -57,7 +56,7 @@ from ddpkit.errors import ChildFailedError, LaunchError, RankFailure
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import rank_env
 from ddpkit.launchers.lifeline import preexec_for_rank, watch_parent
-from ddpkit.launchers.scratch import make_private_dir, open_private, sweep_stale_dirs
+from ddpkit.launchers.scratch import make_private_dir, sweep_stale_dirs, write_private
 from ddpkit.launchers.signals import SignalFlag, exit_exception
 from ddpkit.launchers.stall import StallReport
 from ddpkit.launchers.watch import (
@@ -73,11 +72,12 @@ from ddpkit.launchers.watch import (
     first_failure,
     is_peer_loss,
     read_error_file,
-    write_error_file,
+    report_interrupt,
+    report_rank_failure,
 )
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.utilities.ports import bind_free_port, listen_on
+from ddpkit.utilities.ports import listen_for_store
 
 __all__ = ["SubprocessLauncher", "child_command"]
 
@@ -172,16 +172,13 @@ class _Job:
 
     def _start(self, plugin: DDPPlugin, env: LocalEnvironment) -> None:
         command = child_command()
-        host = "127.0.0.1" if plugin.all_ranks_local else ""
         if self.node_rank == 0:
             # Rank 0 binds the store's socket before any child starts and hands it, open, to the
             # store: the port is never free in between, a busy MASTER_PORT fails here (before
             # there is a child to orphan), and on one machine nothing listens beyond loopback.
-            if env.has_main_port():
-                self.sock = listen_on(host, env.main_port())
-            else:
-                self.sock = bind_free_port(host)
-                env.assign_port(self.sock.getsockname()[1])
+            port = env.main_port() if env.has_main_port() else None
+            self.sock = listen_for_store(port, local_only=plugin.all_ranks_local)
+            env.assign_port(self.sock.getsockname()[1])
         self.port = env.main_port()
         self.address = env.main_address()
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
@@ -483,12 +480,8 @@ class _Job:
     def _interrupt(self, signum: int) -> None:
         """The claimer, after SIGINT/SIGTERM: end the children, say so, settle."""
         self.interrupted = signum
-        name = signal.Signals(signum).name
-        fates = self._end(f"after rank {self.rank} received {name}")
-        lines = [f"ddpkit: {name}: every rank of {_WHAT} ended:"]
-        lines += [f"  {fate.line()}" for fate in fates]
-        sys.stderr.write("\n".join(lines) + "\n")
-        sys.stderr.flush()
+        fates = self._end(f"after rank {self.rank} received {signal.Signals(signum).name}")
+        report_interrupt(signum, _WHAT, fates)
         self._settled.set()
 
     def _interrupt_main(self) -> None:
@@ -650,15 +643,9 @@ class SubprocessLauncher(Launcher):
             # Rank 0 reads it once its own script has ended: a stage it never started is one
             # this rank would wait in until the timeout.
             with contextlib.suppress(OSError):
-                with open_private(f"{path}.tmp") as fh:
-                    fh.write(str(_child_stages).encode())
-                os.replace(f"{path}.tmp", path)
+                write_private(path, str(_child_stages).encode())
         try:
             return fn(*args)
         except BaseException as exc:
-            path = env.get(ENV_ERROR_FILE)
-            if path:
-                kind = "peer_loss" if is_peer_loss(exc) else "exception"
-                with contextlib.suppress(OSError):  # the parent's directory is gone: it ended
-                    write_error_file(path, traceback.format_exc(), kind=kind)
+            report_rank_failure(env.get(ENV_ERROR_FILE), exc)
             raise

@@ -12,18 +12,21 @@ for their reports and makes a rank that never arrived the root cause, whichever 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit.errors import RankFailure
-from ddpkit.launchers.scratch import open_private
+from ddpkit.launchers.scratch import write_private
 
 __all__ = [
     "ErrorRecord",
@@ -36,6 +39,8 @@ __all__ = [
     "is_peer_loss",
     "raised",
     "read_error_file",
+    "report_interrupt",
+    "report_rank_failure",
     "write_error_file",
 ]
 
@@ -160,10 +165,27 @@ def write_error_file(
         "note": note,
         "never_arrived": never_arrived,
     }
-    tmp = f"{path}.tmp"
-    with open_private(tmp) as fh:
-        fh.write(json.dumps(record).encode())
-    os.replace(tmp, path)
+    write_private(path, json.dumps(record).encode())
+
+
+def report_rank_failure(path: str | None, exc: BaseException) -> None:
+    """In a rank whose stage raised ``exc``: leave its traceback in its error file (when the
+    launcher gave one), marked as a lost peer when another rank's end caused it. A directory
+    that is already gone means the launcher has ended: there is no one left to tell."""
+    if not path:
+        return
+    kind = "peer_loss" if is_peer_loss(exc) else "exception"
+    with contextlib.suppress(OSError):
+        write_error_file(path, "".join(traceback.format_exception(exc)), kind=kind)
+
+
+def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> None:
+    """After SIGINT/SIGTERM ended every rank: one line per rank on stderr."""
+    name = signal.Signals(signum).name
+    lines = [f"ddpkit: {name}: every rank of {what} ended:"]
+    lines += [f"  {fate.line()}" for fate in fates]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
 
 
 def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
@@ -186,13 +208,15 @@ def first_failure(
     """The lowest rank that exited with a non-zero status (or a signal), or that left an error
     report: a rank that raised is known as the root cause before its interpreter has finished
     exiting (which takes the better part of a second with torch loaded)."""
-    for h in handles:
-        code = h.poll()
-        if code is not None and code != 0:
-            return h
-        if code is None and record_of is not None and record_of(h.rank) is not None:
-            return h
-    return None
+    return next((h for h in handles if _failed(h, record_of)), None)
+
+
+def _failed(h: RankHandle, record_of: Callable[[int], ErrorRecord | None] | None) -> bool:
+    """Exited with a non-zero status or a signal, or still running with its report already in."""
+    code = h.poll()
+    if code is not None:
+        return code != 0
+    return record_of is not None and record_of(h.rank) is not None
 
 
 def raised(record: ErrorRecord) -> str:
@@ -211,11 +235,7 @@ def _candidates(
 ) -> list[RankHandle]:
     """Every failed rank, those that failed on their own first (lowest rank first), then those
     that only lost a peer."""
-    failed = []
-    for h in handles:
-        code = h.poll()
-        if (code is not None and code != 0) or (code is None and record_of(h.rank) is not None):
-            failed.append(h)
+    failed = [h for h in handles if _failed(h, record_of)]
     return sorted(failed, key=lambda h: (_consequence(h, record_of), h.rank))
 
 

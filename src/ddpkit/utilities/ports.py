@@ -11,7 +11,7 @@ import socket
 
 from ddpkit.errors import LaunchError
 
-__all__ = ["FREE_PORT_TRIES", "bind_free_port", "listen_on"]
+__all__ = ["FREE_PORT_TRIES", "bind_free_port", "listen_for_store", "listen_on"]
 
 #: how often :func:`bind_free_port` asks the kernel for another port before giving up
 FREE_PORT_TRIES = 3
@@ -65,3 +65,11 @@ def bind_free_port(host: str = "127.0.0.1") -> socket.socket:
         f"{FREE_PORT_TRIES} tries ({last.strerror if last else 'unknown'}): the ephemeral port "
         f"range is exhausted. Fix: set MASTER_PORT to a port nothing listens on."
     ) from last
+
+
+def listen_for_store(port: int | None, *, local_only: bool) -> socket.socket:
+    """The rendezvous store's listening socket: on ``port`` (a ``MASTER_PORT`` the user set) or,
+    for ``None``, on a port the kernel picks. On 127.0.0.1 when every rank runs on this machine
+    (``local_only``: the store has no authentication), else on every interface."""
+    host = "127.0.0.1" if local_only else ""
+    return bind_free_port(host) if port is None else listen_on(host, port)

@@ -18,6 +18,7 @@ from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.utilities.ports import listen_for_store
 
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
@@ -228,7 +229,7 @@ class DDPPlugin(TrainingTypePlugin):
         if self.global_rank == 0:
             if self.store_server is None:
                 if self.store_socket is None:  # no launcher of ddpkit's bound one (srun)
-                    self.store_socket = _listen("127.0.0.1" if self.all_ranks_local else "", port)
+                    self.store_socket = listen_for_store(port, local_only=self.all_ranks_local)
                 self.store_server = dist.TCPStore(  # type: ignore[attr-defined]
                     address,
                     port,
@@ -322,13 +323,6 @@ class DDPPlugin(TrainingTypePlugin):
         if self.timeout is not None:
             opts.append(f"timeout={self.timeout.total_seconds():g}")
         return f"{type(self).__name__}({', '.join(opts)})"
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """Bind the store's listening socket (a rank 0 no launcher of ddpkit's started)."""
-    from ddpkit.utilities.ports import listen_on
-
-    return listen_on(host, port)
 
 
 @contextlib.contextmanager
