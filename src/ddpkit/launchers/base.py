@@ -21,7 +21,6 @@ class Launcher(ABC):
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
         """Run ``fn(*args)`` on every local rank; return what it returned on rank zero."""
 
-    @property
-    def is_interactive_compatible(self) -> bool:
-        """True when it works without a script to re-run."""
-        return True
+    #: True when the ranks run in other processes and the launching process only waits: the
+    #: trainer then adopts rank zero's results (weights, metrics, counters) from the return value.
+    returns_to_parent: bool = False

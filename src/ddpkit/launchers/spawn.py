@@ -142,6 +142,7 @@ class SpawnLauncher(Launcher):
     raises ``KeyboardInterrupt`` / ``SystemExit(143)``."""
 
     name = "spawn"
+    returns_to_parent = True
 
     def __init__(self, plugin: DDPSpawnPlugin) -> None:
         self.plugin = plugin

@@ -588,10 +588,6 @@ class SubprocessLauncher(Launcher):
         self.plugin = plugin
 
     @property
-    def is_interactive_compatible(self) -> bool:
-        return False
-
-    @property
     def environment(self) -> LocalEnvironment:
         env = self.plugin.cluster_environment
         assert isinstance(env, LocalEnvironment)

@@ -13,7 +13,6 @@ from ddpkit.__about__ import __version__
 from ddpkit.accelerators.base import Accelerator
 from ddpkit.connector import AcceleratorConnector, Flags
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
-from ddpkit.launchers.spawn import SpawnLauncher
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
@@ -268,7 +267,7 @@ class Trainer:
                 f"(ddpkit.Module or any module with the hooks)."
             )
         launcher = self._accelerator_connector.built.launcher
-        spawn = isinstance(launcher, SpawnLauncher)
+        spawn = launcher is not None and launcher.returns_to_parent
         ckpt = str(ckpt_path) if ckpt_path is not None else None
         args = (stage, model, loaders, ckpt, spawn, weights_only)
         if launcher is None:
