@@ -7,14 +7,29 @@ import contextlib
 import datetime
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch.distributed as dist
 
-from ddpkit.launchers.stall import StallReport, StallWatchdog, stack_of_all_threads, store_client
+from ddpkit.ranks.stall import StallReport, StallWatchdog, stack_of_all_threads
 from ddpkit.utilities.ports import bind_free_port
 
 pytestmark = pytest.mark.timeout(60)
+
+
+def store_client(host: str, port: int, timeout: float) -> Callable[[], Any]:
+    """A factory for a watchdog's own connection to the store (a rank's is its process
+    group's)."""
+
+    def make() -> Any:
+        return dist.TCPStore(  # type: ignore[attr-defined]
+            host, port, is_master=False, timeout=datetime.timedelta(seconds=timeout),
+            wait_for_workers=False,
+        )  # fmt: skip
+
+    return make
 
 
 def test_the_rank_outside_every_collective_is_named() -> None:

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from ddpkit.launchers.scratch import (
+from ddpkit.ranks.errorfile import read_error_file, write_error_file
+from ddpkit.ranks.scratch import (
     OWNER_FILE,
     PREFIX,
     make_private_dir,
     open_private,
     sweep_stale_dirs,
 )
-from ddpkit.launchers.watch import read_error_file, write_error_file
 
 pytestmark = pytest.mark.timeout(60)
 

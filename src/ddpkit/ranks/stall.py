@@ -19,7 +19,6 @@ not see (``torch.distributed`` calls in user code).
 
 from __future__ import annotations
 
-import datetime
 import faulthandler
 import os
 import sys
@@ -31,13 +30,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "StallReport",
-    "StallWatchdog",
-    "end_rank_on_stall",
-    "stack_of_all_threads",
-    "store_client",
-]
+from ddpkit.ranks.errorfile import write_error_file
+from ddpkit.ranks.names import ENV_ERROR_FILE
+
+__all__ = ["StallReport", "StallWatchdog", "end_rank_on_stall", "stack_of_all_threads"]
 
 #: how often the watchdog looks at its rank and at the store, at most
 MAX_TICK_SECONDS = 0.5
@@ -69,8 +65,6 @@ def stack_of_all_threads() -> str:
 def end_rank_on_stall(report: StallReport) -> None:
     """The default handler: leave the report for the launcher (when it gave an error file), then
     end this process; it cannot unwind a main thread stuck in a C call or a loop."""
-    from ddpkit.launchers.watch import ENV_ERROR_FILE, write_error_file
-
     path = os.environ.get(ENV_ERROR_FILE)
     if path:
         write_error_file(
@@ -223,20 +217,3 @@ class StallWatchdog:
             if waiting == "0":
                 behind.append(r)
         return behind
-
-
-def store_client(host: str, port: int, timeout: float) -> Callable[[], Any]:
-    """A factory for the watchdog's own connection to the rendezvous store."""
-
-    def make() -> Any:
-        import torch.distributed as dist
-
-        return dist.TCPStore(  # type: ignore[attr-defined]
-            host,
-            port,
-            is_master=False,
-            timeout=datetime.timedelta(seconds=timeout),
-            wait_for_workers=False,
-        )
-
-    return make

@@ -1,0 +1,50 @@
+"""The rank side of the protocol: what a rank that one of ddpkit's launchers started does around
+each stage, whichever training type runs it.
+
+The launcher tells the rank through its environment (:mod:`ddpkit.ranks.names`):
+
+- ``DDPKIT_PARENT_PID``: the rank ends when that process is gone (:func:`watch_parent`);
+- ``DDPKIT_STAGE_FILE``: the rank writes how many stages it has started, so that rank 0's
+  supervisor can tell a rank that started a stage rank 0 never called (it would wait there
+  until the timeout) from one that is merely slow;
+- ``DDPKIT_ERROR_FILE``: a stage that raises leaves its traceback there (:mod:`ddpkit.ranks
+  .errorfile`), marked as a lost peer when another rank's end caused it.
+
+Outside a launcher of ddpkit's (one process, torchrun, srun) none is set and nothing happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Iterator, Mapping
+
+from ddpkit.ranks.errorfile import report_rank_failure
+from ddpkit.ranks.lifeline import watch_parent
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_STAGE_FILE
+from ddpkit.ranks.scratch import write_private
+
+__all__ = ["rank_stage"]
+
+#: the stages this process has started (a rank process runs the script's stages in order)
+_stage_count = itertools.count(1)
+
+
+@contextlib.contextmanager
+def rank_stage(env: Mapping[str, str] | None = None) -> Iterator[int]:
+    """Around one stage of this rank; yields the stage's number in this process."""
+    env = os.environ if env is None else env
+    number = next(_stage_count)
+    parent = env.get(ENV_PARENT_PID, "")
+    if parent.isdecimal():
+        watch_parent(int(parent))
+    stage_file = env.get(ENV_STAGE_FILE)
+    if stage_file:
+        with contextlib.suppress(OSError):
+            write_private(stage_file, str(number).encode())
+    try:
+        yield number
+    except BaseException as exc:
+        report_rank_failure(env.get(ENV_ERROR_FILE), exc)
+        raise

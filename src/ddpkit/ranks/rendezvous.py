@@ -1,0 +1,104 @@
+"""Where the ranks of a job meet: the rendezvous store's address and port, and — in the process
+that serves the store — its listening socket and the store server made on it.
+
+A launcher of ddpkit's binds the store's socket before it starts any rank (the port is never free
+between choosing and using it; a busy ``MASTER_PORT`` fails before there is a rank to orphan) and
+hands each stage a frozen :class:`Rendezvous`. Rank 0 serves the store on that socket; the other
+ranks connect to ``address:port``. A process that no launcher of ddpkit's started (srun's rank 0)
+binds its own, once per port for the life of the process (:func:`host_for`).
+
+One store server per listening socket, for the life of the process: every stage joins it under a
+key prefix of its own. A server per stage would share the socket with the previous stage's server,
+which lives as long as that stage's process group does (the DDP module holds it until the garbage
+collector runs), and would take some of the connections, stale keys and all.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ddpkit.utilities.ports import listen_for_store
+
+__all__ = ["Rendezvous", "StoreHost", "host_for"]
+
+
+class StoreHost:
+    """The listening socket of the rendezvous store, and the server made on it on first use.
+
+    Owned by whoever bound the socket (a launcher, or :func:`host_for`); :meth:`server` is called
+    in the process that is rank 0. The server lives as long as this object.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.port: int = sock.getsockname()[1]
+        self._server: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def bind(cls, port: int | None, *, local_only: bool) -> StoreHost:
+        """Bind ``port`` (None: a free port the kernel picks); on 127.0.0.1 when every rank runs
+        on this machine. :class:`~ddpkit.errors.LaunchError` when the port is taken."""
+        return cls(listen_for_store(port, local_only=local_only))
+
+    def server(self, address: str, world_size: int, timeout: datetime.timedelta) -> Any:
+        """The store's server on this socket: made on the first call, the same one after."""
+        with self._lock:
+            if self._server is None:
+                import torch.distributed as dist
+
+                self._server = dist.TCPStore(  # type: ignore[attr-defined]
+                    address,
+                    self.port,
+                    world_size,
+                    True,
+                    timeout,
+                    wait_for_workers=False,
+                    master_listen_fd=os.dup(self.sock.fileno()),  # the store closes its copy
+                )
+            return self._server
+
+    def close(self) -> None:
+        """Close the listening socket (a server already made keeps its own descriptor)."""
+        self.sock.close()
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the ranks of one stage meet. ``host`` is set in the process that serves the store
+    (rank 0 of a job ddpkit launched) and None everywhere else."""
+
+    address: str
+    port: int
+    host: StoreHost | None = None
+
+    def store(self, *, is_server: bool, world_size: int, timeout: datetime.timedelta) -> Any:
+        """This rank's connection to the store: the server on rank 0, a client elsewhere."""
+        if is_server:
+            if self.host is None:  # the plugin gives rank 0 a host; a bug if it did not
+                raise RuntimeError(f"rank 0 of {self} has no store to serve")
+            return self.host.server(self.address, world_size, timeout)
+        import torch.distributed as dist
+
+        return dist.TCPStore(  # type: ignore[attr-defined]
+            self.address, self.port, world_size, False, timeout, wait_for_workers=False
+        )
+
+
+_hosts: dict[int, StoreHost] = {}
+_hosts_lock = threading.Lock()
+
+
+def host_for(port: int, *, local_only: bool) -> StoreHost:
+    """The store host of ``port`` in this process, bound on first use (srun's rank 0, whose
+    port comes from the job and which no launcher of ddpkit's started)."""
+    with _hosts_lock:
+        host = _hosts.get(port)
+        if host is None:
+            host = _hosts[port] = StoreHost.bind(port, local_only=local_only)
+        return host

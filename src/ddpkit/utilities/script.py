@@ -1,0 +1,17 @@
+"""Is there a script to re-run? The one place that asks (the connector's probe, the subprocess
+launcher, the spawn launcher's main-guard check)."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["has_script"]
+
+
+def has_script() -> bool:
+    """True when this process runs a script (or a ``python -m`` module) that can be re-run;
+    False in an interactive shell, a notebook or ``python -c``."""
+    main = sys.modules.get("__main__")
+    if hasattr(sys, "ps1") or bool(sys.flags.interactive):
+        return False
+    return main is not None and bool(getattr(main, "__file__", None))
