@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -11,7 +11,12 @@ __all__ = ["Accelerator"]
 
 
 class Accelerator(ABC):
-    """A kind of device: where tensors live and which collective backend suits it."""
+    """A kind of device: where tensors live and which collective backend suits it.
+
+    Lightning 1.x accelerators carried the training type and the precision plugin
+    (``MyAccelerator(training_type_plugin=..., precision_plugin=...)``); ddpkit's accept them too,
+    and the connector uses them as if they were in ``plugins=[...]``.
+    """
 
     #: the name users pass as ``accelerator=...``
     name: ClassVar[str]
@@ -19,6 +24,10 @@ class Accelerator(ABC):
     device_type: ClassVar[str]
     #: the process-group backend that suits this device
     default_backend: ClassVar[str]
+
+    def __init__(self, training_type_plugin: Any = None, precision_plugin: Any = None) -> None:
+        self.training_type_plugin = training_type_plugin
+        self.precision_plugin = precision_plugin
 
     @abstractmethod
     def device(self, index: int) -> torch.device:

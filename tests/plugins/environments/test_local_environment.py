@@ -11,8 +11,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import Trainer
-from ddpkit.connector import Flags, resolve
+from ddpkit.connector import AcceleratorConnector, Flags, resolve
 from ddpkit.errors import MisconfigurationError
+from ddpkit.launchers.script_job import require_rendezvous
 from ddpkit.plugins.environments import LocalEnvironment
 from ddpkit.testing import make_probe
 
@@ -27,12 +28,17 @@ def test_node_of_several_names_the_variables_in_the_plan() -> None:
 
 def test_ranks_of_node_one() -> None:
     env = LocalEnvironment(NODE1)
-    env.configure(processes_per_node=2, num_nodes=2)
-    assert (env.node_rank(), env.global_rank(), env.world_size()) == (1, 2, 4)
-    assert (env.main_address(), env.main_port(), env.has_main_port()) == ("10.1.2.3", 29500, True)
-    child = LocalEnvironment({**NODE1, "LOCAL_RANK": "1", "WORLD_SIZE": "4"})
-    child.configure(processes_per_node=2, num_nodes=2)
-    assert (child.global_rank(), child.local_rank(), child.is_launched_child) == (3, 1, True)
+    assert (env.node_rank(), env.local_rank()) == (1, 0)
+    assert (env.main_address(), env.main_port(), env.requested_port()) == ("10.1.2.3", 29500, 29500)
+    assert not env.creates_processes_externally
+    flags = Flags.of(accelerator="cpu", devices=2, num_nodes=2)
+    plugin = AcceleratorConnector(flags, make_probe(env=NODE1)).built.training_type
+    assert (plugin.node_rank, plugin.global_rank, plugin.world_size) == (1, 2, 4)
+    child_env = {**NODE1, "LOCAL_RANK": "1", "WORLD_SIZE": "4"}
+    child = AcceleratorConnector(flags, make_probe(env=child_env)).built.training_type
+    assert (child.global_rank, child.local_rank, child.world_size) == (3, 1, 4)
+    assert child.cluster_environment is not None
+    assert child.cluster_environment.creates_processes_externally  # it never launches
 
 
 @pytest.mark.parametrize(("node_rank", "num_nodes"), [("2", 2), ("1", 1), ("-1", 2)])
@@ -56,23 +62,21 @@ def test_node_rank_out_of_range(node_rank: str, num_nodes: int) -> None:
 def test_several_nodes_without_a_rendezvous_fail_before_launching(
     env: dict[str, str], missing: str
 ) -> None:
-    local = LocalEnvironment(env)
-    local.configure(processes_per_node=2, num_nodes=2)
     with pytest.raises(MisconfigurationError) as err:
-        local.has_main_port()  # what every launcher asks first
+        require_rendezvous(LocalEnvironment(env), 2, 2)  # what every launcher checks first
     message = str(err.value)
     assert message.startswith("Trainer(devices=2, num_nodes=2) without torchrun or SLURM")
     assert "all 2 × 2 = 4 meet at MASTER_ADDR:MASTER_PORT" in message
     assert missing in message
     assert "NODE_RANK=<0..1>" in message
-    with pytest.raises(MisconfigurationError):
-        local.node_rank()
+    # Reading the ranks never raises: node 0 until NODE_RANK says otherwise.
+    assert LocalEnvironment(env).node_rank() == int(env.get("NODE_RANK", 0))
 
 
 def test_one_node_needs_no_rendezvous() -> None:
     local = LocalEnvironment({})
-    local.configure(processes_per_node=2, num_nodes=1)
-    assert (local.has_main_port(), local.node_rank()) == (False, 0)
+    require_rendezvous(local, 2, 1)
+    assert (local.requested_port(), local.node_rank()) == (None, 0)
 
 
 class _Tiny(ddpkit.Module):

@@ -1,12 +1,13 @@
 """Cluster environments: who started the ranks, and where rank numbers come from."""
 
 from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.environments.local import LocalEnvironment
+from ddpkit.plugins.environments.local import LightningEnvironment, LocalEnvironment
 from ddpkit.plugins.environments.slurm import SLURMEnvironment
 from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 
 __all__ = [
     "ClusterEnvironment",
+    "LightningEnvironment",
     "LocalEnvironment",
     "SLURMEnvironment",
     "TorchElasticEnvironment",

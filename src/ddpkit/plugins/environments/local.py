@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 
-__all__ = ["LocalEnvironment"]
+__all__ = ["LightningEnvironment", "LocalEnvironment", "RENDEZVOUS_VARIABLES"]
 
 #: What the user sets on every machine of a job of several nodes without a scheduler.
 RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK")
 
 
 class LocalEnvironment(ClusterEnvironment):
-    """ddpkit's own launcher starts the ranks of this node.
+    """ddpkit's own launcher starts the ranks of this node (Lightning 1.x's
+    ``LightningEnvironment``, which is also importable under that name).
 
-    The user's process has no rank variables: it is global rank ``NODE_RANK × processes per
-    node`` and starts the others. A child ddpkit started reads ``LOCAL_RANK``, ``NODE_RANK`` and
-    ``WORLD_SIZE`` from its environment.
+    The user's process has no rank variables: it is local rank 0 of its node and starts the
+    others. A rank ddpkit started reads ``LOCAL_RANK``, ``NODE_RANK`` and ``WORLD_SIZE`` from its
+    environment; so does a process the user started with those variables set by hand, which is
+    why :attr:`creates_processes_externally` is true wherever ``LOCAL_RANK`` is set: such a
+    process is one rank of a job someone else started, and never launches.
 
     Several machines without a scheduler: the user starts the same script on each, with
     ``MASTER_ADDR`` (node 0's address), ``MASTER_PORT`` (a free port there) and ``NODE_RANK``
-    (0 .. num_nodes - 1) set; each machine's process starts the ranks of its node, and they all
-    meet at ``MASTER_ADDR:MASTER_PORT``, where global rank 0 hosts the store. Without those
-    variables the nodes could never find each other, so launching fails at once, naming them.
+    (0 .. num_nodes - 1; torchrun's ``GROUP_RANK`` is read when ``NODE_RANK`` is not set); each
+    machine's process starts the ranks of its node, and they all meet at
+    ``MASTER_ADDR:MASTER_PORT``, where global rank 0 hosts the store.
+
+    After pickling (a spawned rank), an environment the connector built reads the environment
+    of the process it is in: the rank variables its launcher gave it.
     """
 
     name: ClassVar[str] = "local"
@@ -36,13 +44,9 @@ class LocalEnvironment(ClusterEnvironment):
         "MASTER_PORT",
     )
 
-    def __init__(
-        self, env: Mapping[str, str] | None = None, *, processes_per_node: int = 1
-    ) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
         super().__init__(env)
-        self._processes_per_node = processes_per_node
-        self._num_nodes = 1
-        self._assigned_port: int | None = None
+        self._port_hint: int | None = None
 
     @classmethod
     def detect(cls, env: Mapping[str, str]) -> bool:
@@ -50,25 +54,70 @@ class LocalEnvironment(ClusterEnvironment):
 
     @property
     def creates_processes_externally(self) -> bool:
-        return False
-
-    @property
-    def is_launched_child(self) -> bool:
-        """True in a rank ddpkit's launcher started (it never launches again)."""
         return "LOCAL_RANK" in self.env
-
-    def configure(self, *, processes_per_node: int, num_nodes: int) -> None:
-        """The shape of the job, from the training type the connector built."""
-        self._processes_per_node = processes_per_node
-        self._num_nodes = num_nodes
 
     def main_address(self) -> str:
         return self.env.get("MASTER_ADDR", "127.0.0.1")
 
+    def requested_port(self) -> int | None:
+        """The port the ranks must meet on, when the user chose one (``MASTER_PORT``, or a
+        subclass's own ``main_port``); None lets ddpkit's launcher bind a free one."""
+        if "MASTER_PORT" in self.env:
+            return self._int("MASTER_PORT")
+        if type(self).main_port is not LocalEnvironment.main_port:
+            return self.main_port()
+        return None
+
+    def main_port(self) -> int:
+        """``MASTER_PORT``; without it, a free port chosen once (Lightning 1.x's behaviour for
+        code that asks). ddpkit's launchers do not use that one: they bind a port of their own
+        and hand it, open, to the store, so that no other process can take it in between."""
+        if "MASTER_PORT" in self.env:
+            return self._int("MASTER_PORT")
+        if self._port_hint is None:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                self._port_hint = int(sock.getsockname()[1])
+        return self._port_hint
+
+    def world_size(self) -> int:
+        if self._world_size is not None:
+            return self._world_size
+        return self._int("WORLD_SIZE", 1)
+
+    def global_rank(self) -> int:
+        if self._global_rank is not None:
+            return self._global_rank
+        return self._int("RANK", 0)
+
+    def local_rank(self) -> int:
+        return self._int("LOCAL_RANK", 0)
+
+    def node_rank(self) -> int:
+        if "NODE_RANK" in self.env:
+            return self._int("NODE_RANK")
+        return self._int("GROUP_RANK", 0)
+
+    def teardown(self) -> None:
+        # Lightning 1.x: the training type exported WORLD_SIZE for the stage; it goes with it.
+        if self._env is None:
+            os.environ.pop("WORLD_SIZE", None)
+
     def validate(self, devices: int, num_nodes: int, call: str) -> None:
-        if self.is_launched_child or "NODE_RANK" not in self.env:
+        self._check_integers(
+            call, ("MASTER_PORT", "NODE_RANK", "GROUP_RANK", "LOCAL_RANK", "WORLD_SIZE")
+        )
+        if "MASTER_PORT" in self.env and not 0 < self._int("MASTER_PORT") < 65536:
+            raise MisconfigurationError(
+                f"{call}: MASTER_PORT={self.env['MASTER_PORT']!r} is not a TCP port. Fix: set "
+                f"MASTER_PORT to a free port in 1..65535, or unset it and ddpkit picks one."
+            )
+        if self.creates_processes_externally:
+            self._validate_rank(devices, num_nodes, call)
             return
-        node = self._int("NODE_RANK")
+        if "NODE_RANK" not in self.env and "GROUP_RANK" not in self.env:
+            return
+        node = self.node_rank()
         if not 0 <= node < num_nodes:
             raise MisconfigurationError(
                 f"{call}: NODE_RANK={node}, but num_nodes={num_nodes} has node ranks "
@@ -76,53 +125,28 @@ class LocalEnvironment(ClusterEnvironment):
                 f"machine the same), or unset NODE_RANK on a single machine."
             )
 
-    def require_rendezvous(self) -> None:
-        """Raise when this process would start the ranks of one node of several, but the user
-        did not say where the nodes meet (the other nodes would wait forever)."""
-        if self._num_nodes <= 1 or self.is_launched_child:
-            return
-        missing = [k for k in RENDEZVOUS_VARIABLES if k not in self.env]
-        if not missing:
-            return
-        nodes, per_node = self._num_nodes, self._processes_per_node
-        raise MisconfigurationError(
-            f"Trainer(devices={per_node}, num_nodes={nodes}) without torchrun or SLURM: each of "
-            f"the {nodes} machines starts its {per_node} rank(s) and all "
-            f"{nodes} × {per_node} = {nodes * per_node} meet at MASTER_ADDR:MASTER_PORT, but "
-            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set here. Fix: on "
-            f"every machine run `MASTER_ADDR=<node 0's address> MASTER_PORT=<free port on node "
-            f"0> NODE_RANK=<0..{nodes - 1}> python script.py ...` (NODE_RANK=0 on node 0)."
-        )
+    def _validate_rank(self, devices: int, num_nodes: int, call: str) -> None:
+        """A rank someone else started: its variables must fit the job its flags describe."""
+        local = self.local_rank()
+        if not 0 <= local < devices:
+            raise MisconfigurationError(
+                f"{call}: LOCAL_RANK={local}, but devices={devices} has local ranks "
+                f"0..{devices - 1}. Fix: every rank must pass the same devices (and the "
+                f"launcher must start devices ranks per node)."
+            )
+        if "WORLD_SIZE" in self.env and self.world_size() != devices * num_nodes:
+            raise MisconfigurationError(
+                f"{call}: devices({devices}) × num_nodes({num_nodes}) = {devices * num_nodes}, "
+                f"but this rank was started with WORLD_SIZE={self.world_size()}. Fix: every "
+                f"rank must pass the same device flags as the process that started the job."
+            )
 
-    def main_port(self) -> int:
-        if "MASTER_PORT" in self.env:
-            return self._int("MASTER_PORT")
-        if self._assigned_port is None:
-            raise RuntimeError("LocalEnvironment.main_port() read before the launcher chose a port")
-        return self._assigned_port
+    def __getstate__(self) -> dict[str, object]:
+        # A spawned rank reads the environment of its own process (its rank variables).
+        state = super().__getstate__()
+        state["_env"] = None
+        return state
 
-    def has_main_port(self) -> bool:
-        """Whether the port is known; the launchers ask this first, before starting anything."""
-        self.require_rendezvous()
-        return "MASTER_PORT" in self.env or self._assigned_port is not None
 
-    def adopt(self, env: Mapping[str, str]) -> None:
-        """In a spawned rank: read the rank variables the spawn launcher gave this process."""
-        self._env = dict(env)
-
-    def assign_port(self, port: int) -> None:
-        """The launcher's free port, for the rank that chose it (children read MASTER_PORT)."""
-        self._assigned_port = port
-
-    def world_size(self) -> int:
-        return self._int("WORLD_SIZE", self._processes_per_node * self._num_nodes)
-
-    def node_rank(self) -> int:
-        self.require_rendezvous()
-        return self._int("NODE_RANK", 0)
-
-    def local_rank(self) -> int:
-        return self._int("LOCAL_RANK", 0)
-
-    def global_rank(self) -> int:
-        return self.node_rank() * self._processes_per_node + self.local_rank()
+#: Lightning 1.x's name for the same environment.
+LightningEnvironment = LocalEnvironment

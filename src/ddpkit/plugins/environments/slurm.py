@@ -43,7 +43,12 @@ __all__ = [
 # A bracket range of a compressed host list: "[01-03,7]".
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 # One entry of a compressed tasks-per-node list: "2(x3)" is three nodes with two tasks.
-_TASKS = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+_TASKS = re.compile(r"^([0-9]+)(?:\(x([0-9]+)\))?$")
+
+
+def _is_count(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -63,7 +68,7 @@ def _expand_range(spec: str, nodelist: str) -> list[str]:
     values: list[str] = []
     for part in spec.split(","):
         lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not _is_count(lo) or (sep and not _is_count(hi)):
             raise MisconfigurationError(
                 f"SLURM_NODELIST={nodelist!r}: cannot read the range [{spec}]."
             )
@@ -118,7 +123,7 @@ def _step_tasks(env: Mapping[str, str]) -> int | None:
     if "SLURM_STEP_ID" not in env:
         return None
     found = _first(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
-    if found is None or not found[1].isdigit():
+    if found is None or not _is_count(found[1]):
         return None
     return int(found[1])
 
@@ -192,7 +197,7 @@ class SLURMEnvironment(ClusterEnvironment):
     def num_nodes(self) -> int | None:
         """Nodes in this step, when SLURM says."""
         found = _first(self.env, "SLURM_STEP_NUM_NODES", "SLURM_NNODES")
-        return int(found[1]) if found and found[1].isdigit() else None
+        return int(found[1]) if found and _is_count(found[1]) else None
 
     def tasks_per_node(self) -> list[int] | None:
         """Tasks on each node of this step, expanded, when SLURM says."""
@@ -200,6 +205,17 @@ class SLURMEnvironment(ClusterEnvironment):
         return expand_tasks_per_node(found[1]) if found else None
 
     def validate(self, devices: int, num_nodes: int, call: str) -> None:
+        if not self.detect(self.env):
+            raise MisconfigurationError(
+                f"{call}: the SLURMEnvironment says srun started every rank, but this process "
+                f"is not a task of an srun step of several tasks (SLURM_STEP_ID, "
+                f"SLURM_STEP_NUM_TASKS > 1 and SLURM_PROCID are not all set). Fix: start the "
+                f"script with `srun --ntasks-per-node={devices} python script.py`, or drop the "
+                f"SLURMEnvironment and ddpkit starts the ranks itself."
+            )
+        self._check_integers(
+            call, ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_JOB_ID", "MASTER_PORT")
+        )
         ntasks = self.world_size()
         nodes = self.num_nodes()
         per_node = self.tasks_per_node()
@@ -266,7 +282,7 @@ def srun_warning(call: str, env: Mapping[str, str], world_size: int) -> str | No
     if "SLURM_STEP_ID" in env or "SLURM_NTASKS" not in env:
         return None
     ntasks = env["SLURM_NTASKS"]
-    if not ntasks.isdigit() or int(ntasks) <= 1:
+    if not _is_count(ntasks) or int(ntasks) <= 1:
         return None
     starts = f"its {world_size} ranks" if world_size > 1 else "one process"
     return (

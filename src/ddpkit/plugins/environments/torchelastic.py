@@ -53,6 +53,15 @@ class TorchElasticEnvironment(ClusterEnvironment):
         return self._int("GROUP_RANK")
 
     def validate(self, devices: int, num_nodes: int, call: str) -> None:
+        if not self.detect(self.env):
+            missing = ", ".join(k for k in _REQUIRED if k not in self.env)
+            raise MisconfigurationError(
+                f"{call}: the TorchElasticEnvironment says torchrun started every rank, but "
+                f"{missing} {'is' if ',' not in missing else 'are'} not set: torchrun did not "
+                f"start this process. Fix: run `torchrun --nproc-per-node={devices} script.py`, "
+                f"or drop the TorchElasticEnvironment and ddpkit starts the ranks itself."
+            )
+        self._check_integers(call, (*_REQUIRED, "MASTER_PORT"))
         actual = self.world_size()
         local = self._int("LOCAL_WORLD_SIZE")
         nodes = max(1, actual // max(1, local))

@@ -6,34 +6,37 @@ import contextlib
 import datetime
 import itertools
 import os
+import re
 import socket
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
 
-from ddpkit.accelerators.base import Accelerator
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
-from ddpkit.utilities.ports import listen_for_store
-
-#: the stages this process has joined (each stage's keys live under a prefix of its own)
-_stage_numbers = itertools.count(1)
-
-if TYPE_CHECKING:
-    from ddpkit.launchers.stall import StallReport, StallWatchdog
+from ddpkit.plugins.training_type.base import TrainingTypePlugin, _flag, plugin_call
+from ddpkit.plugins.training_type.ddp_options import (
+    DEFAULT_TIMEOUT,
+    check_backend,
+    check_ddp_kwargs,
+    check_timeout,
+)
+from ddpkit.ranks.protocol import rank_stage
+from ddpkit.ranks.rendezvous import Rendezvous, host_for
+from ddpkit.ranks.stall import StallReport, StallWatchdog
 
 __all__ = ["DDPPlugin"]
 
+#: the stages this process has joined (each stage's keys live under a prefix of its own)
+_stage_numbers = itertools.count(1)
 _REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
-#: the stall timeout when the user sets none (torch's own process-group default)
-DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 #: a collective waits this much longer than the stall timeout: the stall watchdog, which dumps
 #: every rank's stack and names the rank that never arrived, always acts first
 COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
+#: torch's error when a parameter took no part in the loss and DDP waits for its gradient
+_UNUSED_PARAMETERS = re.compile(r"Expected to have finished reduction in the prior iteration")
 
 
 class DDPPlugin(TrainingTypePlugin):
@@ -45,8 +48,9 @@ class DDPPlugin(TrainingTypePlugin):
 
     Keyword options go to :class:`torch.nn.parallel.DistributedDataParallel`
     (``find_unused_parameters``, ``static_graph``, ``gradient_as_bucket_view`` and any other of
-    its keyword arguments). ``process_group_backend`` overrides the accelerator's default (gloo on
-    CPU, nccl on GPU).
+    its keyword arguments). ``find_unused_parameters`` defaults to True, as ``DDPPlugin`` did in
+    Lightning 1.x (``strategy="ddp"`` builds one with False, 2.x's default).
+    ``process_group_backend`` overrides the accelerator's default (gloo on CPU, nccl on GPU).
 
     ``timeout`` (a ``timedelta`` or seconds; default 30 minutes) is the stall timeout: when a
     rank has waited that long in a collective (a backward all-reduce, a barrier, a metric sync)
@@ -60,16 +64,15 @@ class DDPPlugin(TrainingTypePlugin):
     """
 
     name: ClassVar[str] = "ddp"
-    launcher_name: ClassVar[str] = "subprocess"
 
     def __init__(
         self,
-        parallel_devices: list[torch.device] | None = None,
+        parallel_devices: Sequence[torch.device | str] | None = None,
         num_nodes: int | None = None,
         cluster_environment: ClusterEnvironment | None = None,
         sync_batchnorm: bool | None = None,
         *,
-        find_unused_parameters: bool = False,
+        find_unused_parameters: bool = True,
         static_graph: bool = False,
         gradient_as_bucket_view: bool = False,
         timeout: datetime.timedelta | float | None = None,
@@ -77,52 +80,36 @@ class DDPPlugin(TrainingTypePlugin):
         **ddp_kwargs: Any,
     ) -> None:
         super().__init__(parallel_devices, num_nodes, cluster_environment, sync_batchnorm)
-        self.find_unused_parameters = find_unused_parameters
-        self.static_graph = static_graph
-        self.gradient_as_bucket_view = gradient_as_bucket_view
-        if timeout is not None and not isinstance(timeout, datetime.timedelta):
-            timeout = datetime.timedelta(seconds=float(timeout))
-        self.timeout: datetime.timedelta | None = timeout
-        self.process_group_backend = process_group_backend
-        self.ddp_kwargs = ddp_kwargs
+        options = {
+            "find_unused_parameters": find_unused_parameters,
+            "static_graph": static_graph,
+            "gradient_as_bucket_view": gradient_as_bucket_view,
+            "timeout": timeout,
+            "process_group_backend": process_group_backend,
+            **ddp_kwargs,
+        }
+        call = plugin_call(type(self).__name__, options)
+        self.find_unused_parameters: bool = _flag(
+            call, "find_unused_parameters", find_unused_parameters
+        )
+        self.static_graph: bool = _flag(call, "static_graph", static_graph)
+        self.gradient_as_bucket_view: bool = _flag(
+            call, "gradient_as_bucket_view", gradient_as_bucket_view
+        )
+        self.timeout = check_timeout(call, timeout)
+        self.process_group_backend = check_backend(call, process_group_backend)
+        self.ddp_kwargs = check_ddp_kwargs(call, ddp_kwargs)
+        self._reset_run_state()
+
+    def _reset_run_state(self) -> None:
         self._owns_process_group = False
-        # The listening socket of the rendezvous store, handed over by the launcher to rank 0
-        # so that the port is never free between choosing and binding it. The launcher owns
-        # it (it outlives each stage); the store gets a duplicate of its descriptor.
-        self.store_socket: socket.socket | None = None
-        # The store's server (rank 0), one per listening socket for the life of the process:
-        # every stage joins it under a prefix of its own. A server per stage would share the
-        # socket with the previous stage's server, which lives as long as that stage's process
-        # group does (the DDP module holds it, until the garbage collector runs) and would take
-        # some of the connections, stale keys and all.
-        self.store_server: Any = None
-        #: what rank zero of the subprocess launcher does on a stall (None: end the rank)
-        self.stall_handler: Callable[[StallReport], None] | None = None
         self._watchdog: StallWatchdog | None = None
         self._stage = 0
+        # Given by the launcher for the length of one stage (:meth:`joining`).
+        self._rendezvous: Rendezvous | None = None
+        self._on_stall: Callable[[StallReport], None] | None = None
 
-    def connect(
-        self,
-        *,
-        accelerator: Accelerator,
-        precision_plugin: PrecisionPlugin,
-        cluster_environment: ClusterEnvironment,
-        parallel_devices: list[torch.device],
-        num_nodes: int,
-        sync_batchnorm: bool,
-    ) -> list[str]:
-        notes = super().connect(
-            accelerator=accelerator,
-            precision_plugin=precision_plugin,
-            cluster_environment=cluster_environment,
-            parallel_devices=parallel_devices,
-            num_nodes=num_nodes,
-            sync_batchnorm=sync_batchnorm,
-        )
-        env = self.cluster_environment
-        if isinstance(env, LocalEnvironment):
-            env.configure(processes_per_node=self.num_processes, num_nodes=self.num_nodes)
-        return notes
+    # -- ranks ----------------------------------------------------------------------------------
 
     @property
     def _env(self) -> ClusterEnvironment:
@@ -132,8 +119,22 @@ class DDPPlugin(TrainingTypePlugin):
         return env
 
     @property
+    def _ranks_from_environment(self) -> bool:
+        """True when the launcher that started the ranks numbers them (torchrun, srun, a user's
+        own environment); ddpkit's own ranks are numbered from the node and local rank."""
+        return not isinstance(self._env, LocalEnvironment)
+
+    @property
     def global_rank(self) -> int:
-        return self._env.global_rank()
+        if self._ranks_from_environment:
+            return self._env.global_rank()
+        return self.node_rank * self.num_processes + self.local_rank
+
+    @property
+    def world_size(self) -> int:
+        if self._ranks_from_environment:
+            return self._env.world_size()
+        return self.num_processes * self.num_nodes
 
     @property
     def local_rank(self) -> int:
@@ -152,18 +153,38 @@ class DDPPlugin(TrainingTypePlugin):
 
     @property
     def backend(self) -> str:
-        return self.process_group_backend or self.accelerator.default_backend
+        backend = self._connected().backend
+        return backend or self.process_group_backend or self.accelerator.default_backend
 
     @property
     def all_ranks_local(self) -> bool:
         """True when every rank runs on this machine: the store then listens on loopback only."""
         return self.num_nodes == 1 and isinstance(self._env, LocalEnvironment)
 
-    # -- runtime ------------------------------------------------------------------------------
-
     @property
     def stall_timeout(self) -> datetime.timedelta:
         return self.timeout or DEFAULT_TIMEOUT
+
+    # -- one stage ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def joining(
+        self, rendezvous: Rendezvous, on_stall: Callable[[StallReport], None] | None = None
+    ) -> Iterator[None]:
+        """The launcher's part of a stage: where the ranks meet, and what rank 0's supervisor
+        does on a stall (None: end the rank)."""
+        self._rendezvous, self._on_stall = rendezvous, on_stall
+        try:
+            yield
+        finally:
+            self._rendezvous, self._on_stall = None, None
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        # The rank's side of the launcher protocol wraps the stage (a no-op outside ddpkit's
+        # launchers): a stage that raises leaves its traceback for rank 0's supervisor.
+        with rank_stage(), super().running():
+            yield
 
     def setup_environment(self) -> None:
         super().setup_environment()
@@ -172,35 +193,49 @@ class DDPPlugin(TrainingTypePlugin):
             self._owns_process_group = False
             return
         self._stage = next(_stage_numbers)
+        env = self._env
+        # Lightning 1.x told the environment its ranks here; a 1.x environment may rely on it.
+        env.set_global_rank(self.global_rank)
+        env.set_world_size(self.world_size)
         with _gloo_on_loopback(self.all_ranks_local and self.backend == "gloo"):
             self._init_process_group()
         self._owns_process_group = True
         self._start_watchdog()
 
     def _init_process_group(self) -> None:
-        kwargs: dict[str, Any] = {"timeout": self.stall_timeout + COLLECTIVE_SLACK}
-        external = self._env.creates_processes_externally
-        if external and {"MASTER_ADDR", "MASTER_PORT"} <= self._env.env.keys():
+        timeout = self.stall_timeout + COLLECTIVE_SLACK
+        env = self._env
+        if self._ranks_from_environment and {"MASTER_ADDR", "MASTER_PORT"} <= env.env.keys():
             # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
             # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
             dist.init_process_group(
-                self.backend, rank=self.global_rank, world_size=self.world_size, **kwargs
+                self.backend, rank=self.global_rank, world_size=self.world_size, timeout=timeout
             )
-        else:
-            store = self._make_store()
-            dist.init_process_group(
-                self.backend,
-                store=store,
-                rank=self.global_rank,
-                world_size=self.world_size,
-                **kwargs,
-            )
+            return
+        store = self._rendezvous_of_stage().store(
+            is_server=self.global_rank == 0, world_size=self.world_size, timeout=timeout
+        )
+        dist.init_process_group(
+            self.backend,
+            store=dist.PrefixStore(f"ddpkit/stage{self._stage}/", store),  # type: ignore[attr-defined]
+            rank=self.global_rank,
+            world_size=self.world_size,
+            timeout=timeout,
+        )
+
+    def _rendezvous_of_stage(self) -> Rendezvous:
+        if self._rendezvous is not None:
+            return self._rendezvous  # a launcher of ddpkit's started this stage
+        env = self._env
+        address, port = env.main_address(), env.main_port()
+        # A rank started by someone else: rank 0 serves the store on MASTER_PORT (srun's rank 0
+        # binds it once for the life of the process); the others connect.
+        host = host_for(port, local_only=self.all_ranks_local) if self.global_rank == 0 else None
+        return Rendezvous(address, port, host)
 
     def _start_watchdog(self) -> None:
         if self.world_size < 2:
             return
-        from ddpkit.launchers.stall import StallWatchdog
-
         # The process group's own store connection, already made: a new one could reach rank
         # 0 after its store has gone (a stage without collectives ends at once there) and wait
         # out the store timeout. TCPStore serializes its operations, so a thread may share it.
@@ -212,7 +247,7 @@ class DDPPlugin(TrainingTypePlugin):
             timeout=self.stall_timeout.total_seconds(),
             store=lambda: store,
             prefix=f"ddpkit/stall/{restart}/{self._stage}/",
-            on_stall=self.stall_handler,
+            on_stall=self._on_stall,
         )
         self._watchdog.start()
 
@@ -221,30 +256,6 @@ class DDPPlugin(TrainingTypePlugin):
         if self._watchdog is None:
             return contextlib.nullcontext()
         return self._watchdog.collective(where)
-
-    def _make_store(self) -> Any:
-        env = self._env
-        timeout = self.stall_timeout + COLLECTIVE_SLACK
-        address, port = env.main_address(), env.main_port()
-        if self.global_rank == 0:
-            if self.store_server is None:
-                if self.store_socket is None:  # no launcher of ddpkit's bound one (srun)
-                    self.store_socket = listen_for_store(port, local_only=self.all_ranks_local)
-                self.store_server = dist.TCPStore(  # type: ignore[attr-defined]
-                    address,
-                    port,
-                    self.world_size,
-                    True,
-                    timeout,
-                    wait_for_workers=False,
-                    master_listen_fd=os.dup(self.store_socket.fileno()),  # the store closes it
-                )
-            store = self.store_server
-        else:
-            store = dist.TCPStore(  # type: ignore[attr-defined]
-                address, port, self.world_size, False, timeout, wait_for_workers=False
-            )
-        return dist.PrefixStore(f"ddpkit/stage{self._stage}/", store)  # type: ignore[attr-defined]
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm:
@@ -299,6 +310,20 @@ class DDPPlugin(TrainingTypePlugin):
             dist.all_gather_object(out, obj)
         return out
 
+    def on_exception(self, exc: BaseException) -> None:
+        if (
+            isinstance(exc, RuntimeError)
+            and not self.find_unused_parameters
+            and _UNUSED_PARAMETERS.search(str(exc))
+        ):
+            exc.add_note(
+                f"ddpkit: the model has parameters that took no part in producing the loss of "
+                f"training_step, and {self!r} does not look for them. If that is intended, "
+                f"pass strategy='ddp_find_unused_parameters_true' (or "
+                f"{type(self).__name__}(find_unused_parameters=True)); else use every "
+                f"parameter in the loss."
+            )
+
     def teardown(self) -> None:
         if self._watchdog is not None:
             self._watchdog.stop()  # first: it talks to the store the process group holds
@@ -306,14 +331,14 @@ class DDPPlugin(TrainingTypePlugin):
         if self._owns_process_group and dist.is_initialized():
             dist.destroy_process_group()
         self._owns_process_group = False
+        if self._connection is not None:
+            self._env.teardown()
 
     def __getstate__(self) -> dict[str, Any]:
-        # A socket does not pickle; the spawn launcher hands rank 0 its own.
+        # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
+        # launcher gives each rank its own.
         state = self.__dict__.copy()
-        state["store_socket"] = None
-        state["store_server"] = None
-        state["stall_handler"] = None
-        state["_watchdog"] = None
+        state.update(_rendezvous=None, _on_stall=None, _watchdog=None)
         return state
 
     def __repr__(self) -> str:
@@ -322,6 +347,8 @@ class DDPPlugin(TrainingTypePlugin):
             opts.append("static_graph=True")
         if self.timeout is not None:
             opts.append(f"timeout={self.timeout.total_seconds():g}")
+        if self.process_group_backend is not None:
+            opts.append(f"process_group_backend={self.process_group_backend!r}")
         return f"{type(self).__name__}({', '.join(opts)})"
 
 

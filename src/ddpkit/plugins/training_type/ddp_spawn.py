@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.training_type.base import plugin_call
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.plugins.training_type.ddp_options import check_start_method
 
 __all__ = ["DDPSpawnPlugin"]
 
@@ -16,23 +19,24 @@ __all__ = ["DDPSpawnPlugin"]
 class DDPSpawnPlugin(DDPPlugin):
     """Like :class:`DDPPlugin`, but every rank is a fresh spawned process and the user's process
     only waits. Afterwards the user's model holds rank zero's trained weights, and the trainer
-    holds rank zero's metrics and the return value of ``predict`` (rank-ordered).
+    holds rank zero's metrics and the return value of ``predict``.
 
-    Works where there is no script to re-run (notebooks, ``python -c``), at the price of pickling
-    the module, the data loaders and the trainer into every rank.
+    Works where there is no script to re-run (``python -c``, a module's function), at the price
+    of pickling the module, the data loaders and the trainer into every rank. ``start_method``
+    is ``"spawn"`` (a fresh interpreter per rank) or ``"forkserver"`` (ranks forked from a server
+    process that has imported torch once).
     """
 
     name: ClassVar[str] = "ddp_spawn"
-    launcher_name: ClassVar[str] = "spawn"
 
     def __init__(
         self,
-        parallel_devices: list[torch.device] | None = None,
+        parallel_devices: Sequence[torch.device | str] | None = None,
         num_nodes: int | None = None,
         cluster_environment: ClusterEnvironment | None = None,
         sync_batchnorm: bool | None = None,
         *,
-        find_unused_parameters: bool = False,
+        find_unused_parameters: bool = True,
         static_graph: bool = False,
         gradient_as_bucket_view: bool = False,
         timeout: datetime.timedelta | float | None = None,
@@ -52,4 +56,11 @@ class DDPSpawnPlugin(DDPPlugin):
             process_group_backend=process_group_backend,
             **ddp_kwargs,
         )
-        self.start_method = start_method
+        call = plugin_call(type(self).__name__, {"start_method": start_method})
+        self.start_method = check_start_method(call, start_method)
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        if self.start_method != "spawn":
+            text = f"{text[:-1]}, start_method={self.start_method!r})"
+        return text

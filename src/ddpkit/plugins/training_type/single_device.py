@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import torch
 
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.errors import MisconfigurationError
+from ddpkit.plugins.training_type.base import TrainingTypePlugin, plugin_call
 
 __all__ = ["SingleDevicePlugin"]
 
@@ -15,16 +16,24 @@ class SingleDevicePlugin(TrainingTypePlugin):
     """Train in the user's own process on one device (``cpu`` or ``cuda:N``)."""
 
     name: ClassVar[str] = "single_device"
-    launcher_name: ClassVar[str] = "none"
 
     def __init__(self, device: torch.device | str | int | None = None) -> None:
-        dev = None if device is None else [torch.device(device)]
-        super().__init__(parallel_devices=dev, num_nodes=1)
-
-    @property
-    def root_device(self) -> torch.device:
-        devices = self.parallel_devices
-        return devices[0] if devices else torch.device("cpu")
+        if device is None:
+            super().__init__(num_nodes=1)
+            return
+        call = plugin_call(type(self).__name__, {"device": device})
+        try:
+            # An int is a CUDA ordinal, as for torch.device itself.
+            dev = torch.device(device)
+        except (RuntimeError, TypeError, ValueError):
+            raise MisconfigurationError(
+                f"{call}: not a device. Fix: pass 'cpu', 'cuda:0', 0 or a torch.device."
+            ) from None
+        if dev.type not in ("cpu", "cuda"):
+            raise MisconfigurationError(
+                f"{call}: ddpkit runs on CPUs and CUDA GPUs only. Fix: pass 'cpu' or 'cuda:N'."
+            )
+        super().__init__(parallel_devices=[dev], num_nodes=1)
 
     def __repr__(self) -> str:
         return f"SingleDevicePlugin(device={str(self.root_device)!r})"
