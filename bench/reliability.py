@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from fault_scripts.harness import FaultRun, run_fault  # noqa: E402
 
-from ddpkit.launchers.scratch import sweep_stale_dirs  # noqa: E402
+from ddpkit.ranks.scratch import sweep_stale_dirs  # noqa: E402
 
 DOC = REPO / "docs" / "reliability.md"
 START, END = "<!-- bench:reliability:start -->", "<!-- bench:reliability:end -->"

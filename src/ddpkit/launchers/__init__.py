@@ -1,4 +1,4 @@
-"""Launchers: who starts the ranks."""
+"""Launchers: who starts the ranks of this node, and supervises them."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ __all__ = ["Launcher", "SpawnLauncher", "SubprocessLauncher", "make_launcher"]
 
 def make_launcher(name: str, plugin: TrainingTypePlugin) -> Launcher | None:
     """The launcher the plan named; ``None`` when this process is the only one or an external
-    launcher (torchrun, srun) started every rank."""
-    if name == "subprocess":
-        assert isinstance(plugin, DDPPlugin)
-        return SubprocessLauncher(plugin)
-    if name == "spawn":
-        assert isinstance(plugin, DDPSpawnPlugin)
+    launcher (torchrun, srun, the process that started this rank) started every rank. The plan
+    only names a launcher its training type supports."""
+    if name == "spawn" and isinstance(plugin, DDPSpawnPlugin):
         return SpawnLauncher(plugin)
-    return None
+    if name == "subprocess" and isinstance(plugin, DDPPlugin):
+        return SubprocessLauncher(plugin)
+    if name in ("none", "external"):
+        return None
+    raise RuntimeError(f"the plan names launcher {name!r} for {plugin!r}")  # a bug, not input

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["RANK_VARIABLES", "rank_env"]
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_STAGE_FILE
 
-#: The variables ddpkit sets for each rank it starts; nothing else changes.
-RANK_VARIABLES = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "WORLD_SIZE",
-    "NODE_RANK",
-    "LOCAL_RANK",
-    "DDPKIT_PARENT_PID",
-)
+__all__ = ["rank_env"]
 
 
 def rank_env(
@@ -26,16 +18,26 @@ def rank_env(
     node_rank: int,
     local_rank: int,
     parent_pid: int,
+    error_file: str | None = None,
+    stage_file: str | None = None,
 ) -> dict[str, str]:
-    """``base`` plus the rank variables. GPU ids are never set here: each rank picks its device
-    by ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have."""
+    """``base`` plus the rank variables (:data:`ddpkit.ranks.names.RANK_VARIABLES`) and, when
+    given, where the rank reports its failure and counts its stages. GPU ids are never set
+    here: each rank picks its device by ``LOCAL_RANK``, and CPU ranks must not see a
+    ``CUDA_VISIBLE_DEVICES`` they did not have."""
     env = dict(base)
     env.update(
-        MASTER_ADDR=main_address,
-        MASTER_PORT=str(main_port),
-        WORLD_SIZE=str(world_size),
-        NODE_RANK=str(node_rank),
-        LOCAL_RANK=str(local_rank),
-        DDPKIT_PARENT_PID=str(parent_pid),
+        {
+            "MASTER_ADDR": main_address,
+            "MASTER_PORT": str(main_port),
+            "WORLD_SIZE": str(world_size),
+            "NODE_RANK": str(node_rank),
+            "LOCAL_RANK": str(local_rank),
+            ENV_PARENT_PID: str(parent_pid),
+        }
     )
+    if error_file is not None:
+        env[ENV_ERROR_FILE] = error_file
+    if stage_file is not None:
+        env[ENV_STAGE_FILE] = stage_file
     return env

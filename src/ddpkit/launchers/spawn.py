@@ -4,7 +4,8 @@ Each rank is a fresh interpreter that imports the user's main module as ``__mp_m
 under ``if __name__ == "__main__":`` does not run again) and unpickles the trainer, the module and
 the data loaders. Rank zero's return value comes back through a file in a private temporary
 directory that is removed on every exit path (after a SIGKILL of the launcher, by the next launch:
-see :mod:`ddpkit.launchers.scratch`).
+see :mod:`ddpkit.ranks.scratch`). Every launch binds a port of its own: a stage never reuses the
+previous stage's port, which another process may hold by then.
 """
 
 from __future__ import annotations
@@ -14,34 +15,28 @@ import io
 import os
 import pickle
 import shutil
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
-from ddpkit.errors import ChildFailedError, LaunchError
+from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
+from ddpkit.launchers.ending import POLL_SECONDS, first_failure
 from ddpkit.launchers.env import rank_env
-from ddpkit.launchers.lifeline import die_with_parent, watch_parent
-from ddpkit.launchers.scratch import make_private_dir, open_private, sweep_stale_dirs
-from ddpkit.launchers.signals import SignalFlag, exit_exception
-from ddpkit.launchers.watch import (
-    ENV_ERROR_FILE,
-    POLL_SECONDS,
-    ErrorRecord,
-    ProcessHandle,
-    choose_root,
-    end_all,
-    first_failure,
-    read_error_file,
-    report_interrupt,
-    report_rank_failure,
-)
+from ddpkit.launchers.handles import ProcessHandle
+from ddpkit.launchers.script_job import require_rendezvous
+from ddpkit.launchers.signals import SignalFlag
+from ddpkit.launchers.starter import start_in_lifetime_thread
+from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.utilities.ports import listen_for_store
+from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
+from ddpkit.ranks.lifeline import die_with_parent, watch_parent
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
+from ddpkit.ranks.scratch import make_private_dir, open_private, sweep_stale_dirs
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
@@ -93,21 +88,20 @@ def _is_main_test(test: ast.expr) -> bool:
 
 def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock: Any) -> None:
     """The body of each spawned rank."""
-    parent = int(env["DDPKIT_PARENT_PID"])
+    parent = int(env[ENV_PARENT_PID])
     # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
     # ending the group also ends the rank's own children (data-loader workers).
     os.setpgid(0, 0)
     die_with_parent(parent)
     watch_parent(parent)
+    # Before unpickling: the environment objects of the payload read this rank's variables.
     os.environ.update(env)
     try:
         plugin, fn, args = pickle.loads(Path(payload_file).read_bytes())
-        environment = plugin.cluster_environment
-        if isinstance(environment, LocalEnvironment):
-            environment.adopt(env)
-        if sock is not None:
-            plugin.store_socket = sock
-        result = fn(*args)
+        host = StoreHost(sock) if sock is not None else None
+        rendezvous = Rendezvous(env["MASTER_ADDR"], int(env["MASTER_PORT"]), host)
+        with plugin.joining(rendezvous):
+            result = fn(*args)
         if plugin.global_rank == 0:
             import torch
 
@@ -149,110 +143,124 @@ class SpawnLauncher(Launcher):
 
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
         check_main_guard()
-        payload = self._pickle(fn, args)
-        import torch
-        import torch.multiprocessing as mp
-
         env = self.plugin.cluster_environment
-        assert isinstance(env, LocalEnvironment)
-        node_rank = env.node_rank()
+        if not isinstance(env, LocalEnvironment):
+            raise LaunchError(
+                f"the spawn launcher starts ranks on this machine, but the training type's "
+                f"environment is {env!r}. Fix: pass a LocalEnvironment, or let the connector "
+                f"choose."
+            )
+        require_rendezvous(env, self.plugin.num_processes, self.plugin.num_nodes)
+        payload = self._pickle(fn, args)
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
         sweep_stale_dirs()
         # Made first: from here on, the finally below removes it and closes the socket, whatever
         # fails (a busy MASTER_PORT, a full disk while writing the payload).
-        tmpdir = str(make_private_dir())  # mode 0700, files 0600
-        # A file, not a Process argument: spawn writes the arguments into a pipe that the child
-        # drains only after importing the main module (torch: seconds), so a payload larger than
-        # the pipe (the data set) would hold this loop there and start the ranks one by one.
-        payload_file = Path(tmpdir) / "payload.pkl"
-        sock = None
-        handles: list[ProcessHandle] = []
+        tmpdir = make_private_dir()  # mode 0700, files 0600
+        host: StoreHost | None = None
         signals = SignalFlag()
         tracker = _ResourceTracker()
-
-        def record_of(rank: int) -> ErrorRecord | None:
-            return read_error_file(Path(tmpdir) / f"rank{rank}.json")
-
+        # Filled by _start as each rank starts, so that a start failing half-way still ends
+        # the ranks it started.
+        handles: list[ProcessHandle] = []
+        supervisor = Supervisor(handles, self._records(tmpdir), what=_WHAT)
         try:
-            with open_private(payload_file) as fh:
+            # A file, not a Process argument: spawn writes the arguments into a pipe that the
+            # child drains only after importing the main module (torch: seconds), so a payload
+            # larger than the pipe (the data set) would start the ranks one by one.
+            with open_private(tmpdir / "payload.pkl") as fh:
                 fh.write(payload)
-            if node_rank == 0:
-                # Bound here, before any rank starts, and handed open to rank 0's store: no
-                # window for another process to take the port, and a busy MASTER_PORT fails
-                # before a rank exists. Loopback only when every rank is on this machine.
-                port = env.main_port() if env.has_main_port() else None
-                sock = listen_for_store(port, local_only=self.plugin.all_ranks_local)
-                env.assign_port(sock.getsockname()[1])
+            if self.plugin.node_rank == 0:
+                # Bound before any rank starts and handed open to rank 0's store: no window for
+                # another process to take the port, and a busy MASTER_PORT fails before a rank
+                # exists. Loopback only when every rank is on this machine.
+                host = StoreHost.bind(env.requested_port(), local_only=self.plugin.all_ranks_local)
+            port = host.port if host is not None else env.main_port()
             with signals:
-                ctx: Any = mp.get_context(self.plugin.start_method)
-                for local_rank in range(self.plugin.num_processes):
-                    rank = node_rank * self.plugin.num_processes + local_rank
-                    child_env = rank_env(
-                        {},
-                        main_address=env.main_address(),
-                        main_port=env.main_port(),
-                        world_size=self.plugin.world_size,
-                        node_rank=node_rank,
-                        local_rank=local_rank,
-                        parent_pid=os.getpid(),
-                    )
-                    child_env[ENV_ERROR_FILE] = str(Path(tmpdir) / f"rank{rank}.json")
-                    proc = ctx.Process(
-                        target=_spawned_rank,
-                        args=(
-                            str(payload_file),
-                            child_env,
-                            str(Path(tmpdir) / "result.pt"),
-                            sock if rank == 0 else None,
-                        ),
-                        name=f"ddpkit-rank{rank}",
-                    )
-                    proc.start()
-                    handles.append(ProcessHandle(rank=rank, proc=proc))
-                if sock is not None:
-                    sock.close()  # rank 0 inherited its own descriptor at start
-                    sock = None
-                self._supervise(handles, signals, record_of)
-            result_file = Path(tmpdir) / "result.pt"
+                start_in_lifetime_thread(
+                    lambda: self._start(handles, tmpdir, env.main_address(), port, host)
+                )
+                if host is not None:
+                    host.close()  # rank 0 inherited its own descriptor at start
+                    host = None
+                self._supervise(supervisor, signals)
+            result_file = tmpdir / "result.pt"
             if not result_file.exists():
                 return None  # type: ignore[return-value]  # rank 0 ran on another node
+            import torch
+
             result: R = torch.load(result_file, weights_only=False)
             return result
         finally:
             # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
             # the handlers), no rank outlives it and nothing is left on disk.
             if any(h.poll() is None for h in handles):
-                end_all(handles, None, record_of, reason="after the launcher ended")
+                supervisor.end_all("after the launcher ended")
             for h in handles:
                 h.proc.join(timeout=0)
-            if sock is not None:
-                sock.close()
+            if host is not None:
+                host.close()
             signals.close()
             tracker.stop_if_started()
             shutil.rmtree(tmpdir, ignore_errors=True)
 
-    def _supervise(
+    def _records(self, tmpdir: Path) -> Callable[[int], ErrorRecord | None]:
+        def record_of(rank: int) -> ErrorRecord | None:
+            return read_error_file(tmpdir / f"rank{rank}.json")
+
+        return record_of
+
+    def _start(
         self,
         handles: list[ProcessHandle],
-        signals: SignalFlag,
-        record_of: Callable[[int], ErrorRecord | None],
+        tmpdir: Path,
+        address: str,
+        port: int,
+        host: StoreHost | None,
     ) -> None:
+        import torch.multiprocessing as mp
+
+        ctx: Any = mp.get_context(self.plugin.start_method)
+        node_rank, per_node = self.plugin.node_rank, self.plugin.num_processes
+        for local_rank in range(per_node):
+            rank = node_rank * per_node + local_rank
+            child_env = rank_env(
+                {},
+                main_address=address,
+                main_port=port,
+                world_size=self.plugin.world_size,
+                node_rank=node_rank,
+                local_rank=local_rank,
+                parent_pid=os.getpid(),
+                error_file=str(tmpdir / f"rank{rank}.json"),
+            )
+            proc = ctx.Process(
+                target=_spawned_rank,
+                args=(
+                    str(tmpdir / "payload.pkl"),
+                    child_env,
+                    str(tmpdir / "result.pt"),
+                    host.sock if (host is not None and rank == 0) else None,
+                ),
+                name=f"ddpkit-rank{rank}",
+            )
+            proc.start()
+            handles.append(ProcessHandle(rank=rank, proc=proc))
+
+    def _supervise(self, supervisor: Supervisor, signals: SignalFlag) -> None:
         """Poll until every rank finished; raise on the first failure or signal."""
         while True:
             signum = signals.wait(POLL_SECONDS)
+            outcome: Interrupted | ChildFailed | None = None
             if signum is not None:
-                name = signal.Signals(signum).name
-                fates = end_all(
-                    handles, None, record_of, reason=f"after the launcher received {name}"
-                )
-                report_interrupt(signum, _WHAT, fates)
-                raise exit_exception(signum)
-            failed = first_failure(handles, record_of)
-            if failed is not None:
-                root = choose_root(handles, failed, record_of) or failed
-                fates = end_all(handles, root, record_of, reason=f"after rank {root.rank} failed")
-                raise ChildFailedError(fates, what=_WHAT)
-            if all(h.poll() == 0 for h in handles):
+                outcome = Interrupted(signum)
+            elif (failed := first_failure(supervisor.handles, supervisor.record_of)) is not None:
+                outcome = ChildFailed(failed)
+            if outcome is not None:
+                supervisor.conclude(outcome)
+                error = supervisor.wait()
+                raise error if error is not None else RuntimeError("launch ended unrecorded")
+            if all(h.poll() == 0 for h in supervisor.handles):
                 return
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:

@@ -13,17 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.lifeline import preexec_for_rank
-from ddpkit.launchers.watch import (
-    ErrorRecord,
-    PopenHandle,
-    choose_root,
-    end_all,
-    first_failure,
-    raised,
-    read_error_file,
-    write_error_file,
-)
+from ddpkit.launchers.ending import choose_root, end_all, first_failure
+from ddpkit.launchers.handles import PopenHandle
+from ddpkit.ranks.errorfile import ErrorRecord, raised, read_error_file, write_error_file
+from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.utilities.procs import is_running
 
 pytestmark = pytest.mark.timeout(60)

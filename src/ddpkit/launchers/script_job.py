@@ -1,0 +1,431 @@
+"""Rank zero's side of the subprocess launcher: the other ranks of this script, supervised.
+
+One job per script (:func:`job_for`): the children re-run the whole script, so they live as long
+as it does, and a second ``fit`` (or a second Trainer) finds them at the same rendezvous. Rank
+zero runs its stages in the calling thread; a supervisor thread polls the children. Either may
+see the job end first, and both hand the end to :class:`~ddpkit.launchers.supervisor.Supervisor`,
+which ends it once:
+
+- a child fails: the others are ended, and rank zero's stage is unwound (its collective also
+  fails as soon as the child's sockets close); ``fit`` raises :class:`ChildFailedError`, root
+  cause first;
+- rank zero's stage raises: the children are ended and rank zero's own exception propagates,
+  with a note saying how each child ended;
+- SIGINT / SIGTERM to rank zero: the handler only sets a flag; the supervisor ends the children
+  (SIGTERM, SIGKILL after 3 s) and ``fit`` raises ``KeyboardInterrupt`` / ``SystemExit(143)``;
+- a stall: every rank's stack is dumped and the rank that never arrived is the root cause;
+- the ranks disagree about the script (a child finished, or started a stage rank zero never
+  called): the report says which, and that every rank must make the same Trainer calls.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ddpkit.errors import ChildFailedError, LaunchError, MisconfigurationError
+from ddpkit.launchers.ending import GRACE_SECONDS, POLL_SECONDS, STALL_GATHER_SECONDS, first_failure
+from ddpkit.launchers.env import rank_env
+from ddpkit.launchers.handles import PopenHandle, RankHandle
+from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
+from ddpkit.launchers.report import first_line
+from ddpkit.launchers.signals import SignalFlag
+from ddpkit.launchers.starter import start_in_lifetime_thread
+from ddpkit.launchers.supervisor import (
+    ChildFailed,
+    Interrupted,
+    RankZero,
+    RankZeroFailed,
+    Supervisor,
+)
+from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
+from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
+from ddpkit.ranks.lifeline import preexec_for_rank
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
+from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
+from ddpkit.ranks.stall import StallReport
+
+__all__ = ["ScriptJob", "job_for"]
+
+R = TypeVar("R")
+_WHAT = "DDP (subprocess launcher)"
+#: when rank zero's collective fails, how long a child has to show that it died first
+RANK_ZERO_PEER_LOSS_SECONDS = 3.0
+
+
+def _is_consequence(exc: BaseException) -> bool:
+    return isinstance(exc, StageAbort) or is_peer_loss(exc)
+
+
+def require_rendezvous(env: LocalEnvironment, per_node: int, num_nodes: int) -> None:
+    """Several nodes without a scheduler meet at MASTER_ADDR:MASTER_PORT: without those
+    variables the other nodes would wait forever, so nothing starts."""
+    missing = [k for k in RENDEZVOUS_VARIABLES if k not in env.env]
+    if num_nodes <= 1 or not missing:
+        return
+    raise MisconfigurationError(
+        f"Trainer(devices={per_node}, num_nodes={num_nodes}) without torchrun or SLURM: each "
+        f"of the {num_nodes} machines starts its {per_node} rank(s) and all "
+        f"{num_nodes} × {per_node} = {num_nodes * per_node} meet at MASTER_ADDR:MASTER_PORT, "
+        f"but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set here. Fix: on "
+        f"every machine run `MASTER_ADDR=<node 0's address> MASTER_PORT=<free port on node "
+        f"0> NODE_RANK=<0..{num_nodes - 1}> python script.py ...` (NODE_RANK=0 on node 0)."
+    )
+
+
+class ScriptJob:
+    """The children of this script and their supervision; see the module docstring."""
+
+    def __init__(self, plugin: DDPPlugin, env: LocalEnvironment, command: list[str]) -> None:
+        require_rendezvous(env, plugin.num_processes, plugin.num_nodes)
+        self.num_processes = plugin.num_processes
+        self.world_size = plugin.world_size
+        self.node_rank = plugin.node_rank
+        self.rank_zero = RankZero(rank=self.node_rank * self.num_processes)
+        self.stages = 0  # the stages rank zero has started
+        self.exiting = False
+        self.script_raised: str | None = None
+        self.failure_reported = False
+        self.signals = SignalFlag()
+        self.interrupter = StageInterrupter()
+        self.host: StoreHost | None = None
+        self.tmpdir: Path | None = None
+        try:
+            # Node 0 binds the store's socket before any child starts and hands it, open, to
+            # the store: the port is never free in between, a busy MASTER_PORT fails here (before
+            # there is a child to orphan), and on one machine nothing listens beyond loopback.
+            if self.node_rank == 0:
+                self.host = StoreHost.bind(env.requested_port(), local_only=plugin.all_ranks_local)
+                port = self.host.port
+            else:
+                port = env.main_port()
+            self.rendezvous = Rendezvous(env.main_address(), port, self.host)
+            # A launcher that was SIGKILLed could not remove its directory: the next launch does.
+            sweep_stale_dirs()
+            self.tmpdir = make_private_dir()  # mode 0700, files 0600
+            handles = start_in_lifetime_thread(lambda: self._start_children(command))
+        except BaseException:
+            self.close()
+            self.signals.close()
+            raise
+        self.supervisor = Supervisor(handles, self.record_of, what=_WHAT, rank_zero=self.rank_zero)
+        self._previous_excepthook = sys.excepthook
+        sys.excepthook = self._excepthook
+        atexit.register(self.at_exit)
+        self._watcher = threading.Thread(target=self._supervise, name="ddpkit-watch", daemon=True)
+        self._watcher.start()
+
+    # -- start ----------------------------------------------------------------------------------
+
+    def _start_children(self, command: list[str]) -> list[PopenHandle]:
+        handles: list[PopenHandle] = []
+        base = dict(os.environ)
+        try:
+            for local_rank in range(1, self.num_processes):
+                rank = self.rank_zero.rank + local_rank
+                env = rank_env(
+                    base,
+                    main_address=self.rendezvous.address,
+                    main_port=self.rendezvous.port,
+                    world_size=self.world_size,
+                    node_rank=self.node_rank,
+                    local_rank=local_rank,
+                    parent_pid=os.getpid(),
+                    error_file=str(self._file(rank, "json")),
+                    stage_file=str(self._file(rank, "stages")),
+                )
+                try:
+                    proc = subprocess.Popen(
+                        command,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        preexec_fn=preexec_for_rank(os.getpid()),
+                    )
+                except OSError as err:
+                    raise LaunchError(
+                        f"could not start local rank {local_rank} ({' '.join(command)}): {err}"
+                    ) from err
+                handles.append(PopenHandle(rank=rank, proc=proc))
+        except BaseException:
+            Supervisor(handles, self.record_of, what=_WHAT).end_all(
+                "after rank 0 could not start all"
+            )
+            raise
+        return handles
+
+    def _file(self, rank: int, suffix: str) -> Path:
+        if self.tmpdir is None:
+            raise RuntimeError("the job's directory is gone")
+        return self.tmpdir / f"rank{rank}.{suffix}"
+
+    def record_of(self, rank: int) -> ErrorRecord | None:
+        return None if self.tmpdir is None else read_error_file(self._file(rank, "json"))
+
+    def _stages_of(self, rank: int) -> int:
+        """How many stages a child has started (it says so in its stage file)."""
+        try:
+            return int(self._file(rank, "stages").read_text() or 0)
+        except (OSError, ValueError, RuntimeError):
+            return 0
+
+    def _excepthook(
+        self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        self.script_raised = kind.__name__
+        self._previous_excepthook(kind, value, tb)
+
+    # -- rank zero's stages ---------------------------------------------------------------------
+
+    def run(self, plugin: DDPPlugin, stage: str, fn: Callable[..., R], args: tuple[Any, ...]) -> R:
+        self._check_before(stage)
+        self.rank_zero.stage = stage
+        self.stages += 1
+        with self.signals:
+            try:
+                try:
+                    self.interrupter.arm()
+                    with plugin.joining(self.rendezvous, self.on_rank_zero_stall):
+                        result = fn(*args)
+                finally:
+                    self.interrupter.disarm()
+            except BaseException as exc:
+                self.interrupter.disarm()  # again: the abort may have landed in the first call
+                error = self._outcome(exc)
+                if error is exc:
+                    raise
+                # The report (or the interrupt) says it all; the lost-peer error is noise.
+                raise error from None
+            if self.signals.signum is not None or self.supervisor.claimed:
+                # Something happened just as the stage ended: it still ends the job.
+                raise self._outcome(None) from None
+        return result
+
+    def _check_before(self, stage: str) -> None:
+        sup = self.supervisor
+        if sup.claimed:
+            error = sup.wait()
+            if isinstance(error, ChildFailedError):
+                self.failure_reported = True
+                raise error
+            raise LaunchError(
+                f"Trainer.{stage}: the other ranks of this script have already ended; a script "
+                f"runs its ranks once. Fix: start the script again."
+            )
+        for h in sup.handles:
+            code = h.poll()
+            if code is None:
+                continue
+            error = LaunchError(
+                f"Trainer.{stage}: rank {h.rank} (pid {h.pid}) has already exited (exit code "
+                f"{code}), so it will never join this {stage}. Every rank must make the same "
+                f"Trainer calls: a call under `if trainer.is_global_zero:` runs on rank 0 "
+                f"only. Fix: make the call on every rank."
+            )
+            sup.conclude(RankZeroFailed(error, f"after rank {h.rank} exited before {stage}"))
+            raise error
+
+    def _outcome(self, exc: BaseException | None) -> BaseException:
+        """What rank zero raises once its stage ended with ``exc`` (None: it returned)."""
+        sup = self.supervisor
+        signum = self.signals.signum
+        if signum is not None:
+            sup.conclude(Interrupted(signum))
+        if exc is not None and not sup.claimed:
+            self._wait_for_root_cause(exc)
+        if exc is not None:
+            # Nobody else saw a failure: rank zero is the root cause.
+            rank = self.rank_zero.rank
+            sup.conclude(RankZeroFailed(exc, f"after rank {rank} failed ({first_line(exc)})"))
+        error = sup.wait()
+        if error is None:
+            raise RuntimeError("the job ended without a recorded outcome")  # a bug, not input
+        if error is exc or sup.interrupted is not None:
+            return error
+        self.failure_reported = True
+        return self._with_rank_zero_line(error, exc)
+
+    def _wait_for_root_cause(self, exc: BaseException) -> None:
+        """Rank zero often fails *because* a child died (its collective lost the peer): give the
+        supervisor a moment to see that death, so the report blames the right rank."""
+        wait = RANK_ZERO_PEER_LOSS_SECONDS if _is_consequence(exc) else 0.0
+        deadline = time.monotonic() + wait
+        sup = self.supervisor
+        while not sup.claimed:
+            failed = first_failure(sup.handles, self.record_of)
+            exited = [h for h in sup.handles if h.poll() is not None]
+            culprit = failed or (exited[0] if exited else None)
+            if culprit is not None:
+                sup.conclude(ChildFailed(culprit))
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(POLL_SECONDS)
+
+    def _with_rank_zero_line(
+        self, error: BaseException, exc: BaseException | None
+    ) -> BaseException:
+        rank = self.rank_zero.rank
+        if not isinstance(error, ChildFailedError) or any(f.rank == rank for f in error.failures):
+            return error
+        root = error.root_cause
+        if exc is None or isinstance(exc, StageAbort):
+            how = f"this process; interrupted by ddpkit after rank {root.rank} failed"
+        elif is_peer_loss(exc):
+            how = f"this process; its collective failed when rank {root.rank} went away"
+        else:
+            how = f"this process; then failed: {first_line(exc)}"
+        line = self.rank_zero.line(how)
+        return ChildFailedError([root, line, *error.failures[1:]], what=error.what)
+
+    # -- the supervisor thread ------------------------------------------------------------------
+
+    def _supervise(self) -> None:
+        sup = self.supervisor
+        early_exit_since: float | None = None
+        while not sup.claimed:
+            signum = self.signals.wait(POLL_SECONDS)
+            if signum is not None and self.signals.installed:
+                if sup.conclude(Interrupted(signum)):
+                    self._unwind_stage()
+                return
+            failed = first_failure(sup.handles, self.record_of) or self._silent_after_stall()
+            if failed is not None:
+                if sup.conclude(ChildFailed(failed)):
+                    self._unwind_stage()
+                return
+            exited = [h for h in sup.handles if h.poll() is not None]
+            if exited and len(exited) == len(sup.handles) and not self.interrupter.armed:
+                return  # every child finished its script
+            if exited and self.interrupter.armed and self.rank_zero.stall is None:
+                # A child that finished its script while rank zero is in a stage never joins
+                # it: at once if it never started this stage, after the grace period if it did
+                # (the very end of a stage may race with a fast child's exit).
+                early_exit_since = early_exit_since or time.monotonic()
+                never_started = self._stages_of(exited[0].rank) < self.stages
+                waited = time.monotonic() - early_exit_since > GRACE_SECONDS
+                if (never_started or waited) and sup.conclude(ChildFailed(exited[0])):
+                    self._unwind_stage()
+                    return
+            else:
+                early_exit_since = None
+            ahead = [h for h in sup.handles if self._stages_of(h.rank) > self.stages]
+            if self.exiting and ahead:
+                self._stage_without_rank_zero(ahead[0])
+                return
+
+    def _stage_without_rank_zero(self, ahead: RankHandle) -> None:
+        n = self._stages_of(ahead.rank)
+        rank = self.rank_zero.rank
+        note = (
+            f"started its stage #{n} after rank {rank}'s script had ended with {self.stages}: "
+            f"every rank must make the same Trainer calls (a call under "
+            f"`if not trainer.is_global_zero:` runs on the other ranks only)"
+        )
+        self.supervisor.conclude(
+            ChildFailed(ahead, note=note, rank_zero_note="this process; its script ended")
+        )
+
+    def _unwind_stage(self) -> None:
+        """Unwind rank zero's stage; if it cannot be (a C call that never returns), report and
+        end this process after the grace period."""
+        if self.interrupter.interrupt(GRACE_SECONDS):
+            return
+        error = self.supervisor.error
+        if error is not None:
+            sys.stderr.write(f"ddpkit: {error}\n")
+        sys.stderr.write(
+            f"ddpkit: rank {self.rank_zero.rank}'s main thread did not return within "
+            f"{GRACE_SECONDS:g} s (it is inside a call that cannot be interrupted); ending this "
+            f"process.\n"
+        )
+        sys.stderr.flush()
+        self.close()
+        signum = self.supervisor.interrupted
+        os._exit(128 + signum if signum is not None else 1)
+
+    def _silent_after_stall(self) -> RankHandle | None:
+        """A child that has not answered the stall alarm long after rank zero did: it never
+        arrived, and is stuck where even its watchdog thread cannot run."""
+        since = self.rank_zero.stall_at
+        if since is None or time.monotonic() - since < STALL_GATHER_SECONDS:
+            return None
+        return next((h for h in self.supervisor.handles if h.poll() is None), None)
+
+    def on_rank_zero_stall(self, report: StallReport) -> None:
+        """Rank zero's stall handler (in its watchdog thread): record the report. The children
+        answer the same alarm and exit; the supervisor sees that and makes the report, with a
+        rank that never arrived (possibly rank zero) as the root cause."""
+        self.rank_zero.stall = report
+        self.rank_zero.stall_at = time.monotonic()
+
+    # -- exit -------------------------------------------------------------------------------------
+
+    def at_exit(self) -> None:
+        """The script is over on rank zero: wait for the children to finish theirs (or end them
+        at once when rank zero's script failed), report a failure not yet reported, clean up."""
+        self.exiting = True
+        sup = self.supervisor
+        if self.script_raised is not None:
+            rank = self.rank_zero.rank
+            sup.conclude(
+                RankZeroFailed(None, f"after rank {rank}'s script raised {self.script_raised}")
+            )
+        with self.signals:
+            while self._watcher.is_alive():
+                self._watcher.join(timeout=POLL_SECONDS * 4)
+            if sup.claimed:
+                sup.wait()
+        self.close()
+        self.signals.close()
+        if isinstance(sup.error, ChildFailedError) and not self.failure_reported:
+            # A child failed after rank zero's last stage: the script failed, but atexit cannot
+            # change the exit status. (An interrupt already set it: KeyboardInterrupt or
+            # SystemExit(143) propagated through the script.)
+            sys.stderr.write(f"ddpkit: {sup.error}\n")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
+    def close(self) -> None:
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+        if self.host is not None:
+            self.host.close()
+
+
+_job: ScriptJob | None = None
+
+
+def job_for(
+    plugin: DDPPlugin, env: LocalEnvironment, command: Callable[[], list[str]]
+) -> ScriptJob:
+    """This script's job: started by its first launch; every later launch must ask for the same
+    ranks (the children re-run the whole script)."""
+    global _job
+    if _job is None:
+        _job = ScriptJob(plugin, env, command())
+        return _job
+    if (_job.num_processes, _job.world_size) != (plugin.num_processes, plugin.world_size):
+        raise LaunchError(
+            f"this script already runs {_job.world_size} ranks ({_job.num_processes} per "
+            f"node), and a second Trainer asks for {plugin.world_size} "
+            f"({plugin.num_processes} per node): the other ranks re-run the script, so every "
+            f"Trainer of a script must use the same devices and num_nodes."
+        )
+    return _job
+
+
+def current_job() -> ScriptJob | None:
+    """This script's job, if a launch started one (tests look at its scratch directory)."""
+    return _job
