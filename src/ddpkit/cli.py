@@ -93,8 +93,9 @@ def environment_report() -> dict[str, Any]:
 
     from ddpkit import __version__
     from ddpkit.connector import Probe
-    from ddpkit.connector.flags import Flags, translate
+    from ddpkit.connector.flags import Flags
     from ddpkit.connector.rules import ENVIRONMENT_DETECTION, choose_environment
+    from ddpkit.connector.translate import translate
     from ddpkit.plugins.environments import ClusterEnvironment, LocalEnvironment
 
     probe = Probe.capture()

@@ -32,7 +32,7 @@ def test_explain_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_shows_the_deprecation_as_a_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--accelerator", "ddp_cpu", "--num-processes", "2"]) == 0
     out = capsys.readouterr().out
-    assert "deprecated:" in out and "strategy='ddp_spawn'" in out
+    assert "deprecated:" in out and "strategy='ddp_spawn_find_unused_parameters_true'" in out
 
 
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ddpkit import DDPPlugin
 from ddpkit.connector import Flags, resolve
-from ddpkit.connector.flags import DeviceRequest, parse_device_spelling
+from ddpkit.connector.devices import DeviceRequest, parse_device_spelling
 from ddpkit.errors import MisconfigurationError
 from ddpkit.testing import make_probe
 
@@ -39,13 +39,13 @@ def test_explain_aligns_fields_and_names_the_deciding_flag() -> None:
         "plan for Trainer(accelerator='ddp_cpu', num_processes=2, "
         "plugins=['ddp_find_unused_parameters_false'])"
     )
-    fields = [line.split()[0] for line in lines[1:10]]
+    fields = [line.split()[0] for line in lines[1:11]]
     assert fields == [
-        "accelerator", "devices", "num_nodes", "world_size", "training_type", "launcher",
-        "environment", "precision", "sync_batchnorm",
+        "accelerator", "devices", "num_nodes", "world_size", "training_type", "backend",
+        "launcher", "environment", "precision", "sync_batchnorm",
     ]  # fmt: skip
     # values start in one column
-    assert len({line.index(line.split()[1], 2 + len(line.split()[0])) for line in lines[1:10]}) == 1
+    assert len({line.index(line.split()[1], 2 + len(line.split()[0])) for line in lines[1:11]}) == 1
     assert "accelerator='ddp_cpu'" in lines[1]
     assert "num_processes=2" in lines[2]
     assert "plugins=['ddp_find_unused_parameters_false']" in lines[5]
@@ -57,7 +57,8 @@ def test_explain_aligns_fields_and_names_the_deciding_flag() -> None:
 def test_json_form() -> None:
     plan = resolve(Flags.of(accelerator="cpu", devices=2), make_probe())
     data = json.loads(plan.to_json())
-    assert data["training_type"] == {"value": "ddp", "reason": data["training_type"]["reason"]}
+    assert data["training_type"]["value"] == "ddp(find_unused_parameters=False)"
+    assert data["backend"]["value"] == "gloo"
     assert data["launcher"]["value"] == "subprocess"
     assert data["world_size"]["value"] == "2"
     assert data["devices"]["indices"] == [0, 1]
@@ -102,18 +103,18 @@ def test_environment_reason_names_the_variables() -> None:
     ],
 )
 def test_device_spellings(value: object, expected: DeviceRequest) -> None:
-    parsed = parse_device_spelling("gpus", value)
+    parsed = parse_device_spelling("Trainer()", "gpus", value)
     assert parsed is not None and parsed.same_as(expected)
 
 
 @pytest.mark.parametrize(
     ("value", "pattern"),
-    [([0, 0], "appears twice"), ([-1], "integers ≥ 0"), (True, "number of devices"),
+    [([0, 0], "appears twice"), ([-1], "integers ≥ 0"), (True, "is a bool"),
      (1.5, "expected an int")],
 )  # fmt: skip
 def test_bad_device_spellings(value: object, pattern: str) -> None:
     with pytest.raises(MisconfigurationError, match=pattern):
-        parse_device_spelling("devices", value)
+        parse_device_spelling("Trainer()", "devices", value)
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,9 @@ def test_manual_two_node_launch(tmp_path: Path, record_property: pytest.RecordPr
     assert_trained_together(ranks, world_size=4)
     assert [(r["node_rank"], r["local_rank"]) for r in ranks] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert {(r["environment"], r["launcher"]) for r in ranks} == {
-        ("LocalEnvironment", "subprocess")
+        # each node's own process launches; the ranks it started launch nothing
+        ("LocalEnvironment", "subprocess"),
+        ("LocalEnvironment", "external"),
     }
     for first, second in (ranks[0:2], ranks[2:4]):
         # Each node's own process is its local rank 0 and started exactly one other rank.

@@ -125,7 +125,9 @@ def test_batch_step_is_not_rank_zero_of_two(cluster: SlurmCluster, tmp_path: Pat
     ranks = read_reports(reports)
     assert_trained_together(ranks, world_size=2)
     assert {(r["environment"], r["launcher"]) for r in ranks} == {
-        ("LocalEnvironment", "subprocess")
+        # each node's own process launches; the ranks it started launch nothing
+        ("LocalEnvironment", "subprocess"),
+        ("LocalEnvironment", "external"),
     }
     assert ranks[0]["children"] == [ranks[1]["pid"]]  # ddpkit started rank 1 itself
     assert ranks[0]["launcher_variables"]["SLURM_NTASKS"] == "2"

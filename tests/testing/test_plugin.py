@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.scratch import PREFIX, sweep_stale_dirs
+from ddpkit.ranks.scratch import PREFIX, sweep_stale_dirs
 from ddpkit.utilities import procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")

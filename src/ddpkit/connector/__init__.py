@@ -1,22 +1,18 @@
 """The accelerator connector: Trainer flags → a plan → live objects.
 
-``resolve(Flags, Probe) -> Plan`` decides (pure); ``build(Plan, Probe) -> Built`` constructs.
-:class:`AcceleratorConnector` is the façade the Trainer embeds.
+``resolve(Flags, Probe) -> Plan`` decides (pure); ``build(Plan, Probe) -> Built`` constructs,
+and checks the objects against the plan. :class:`AcceleratorConnector` is the façade the Trainer
+embeds.
 """
 
 from __future__ import annotations
 
-from ddpkit.accelerators.base import Accelerator
 from ddpkit.connector.build import Built, build
 from ddpkit.connector.flags import Flags
 from ddpkit.connector.plan import Choice, Plan, PlanWarning
 from ddpkit.connector.probe import Probe
 from ddpkit.connector.rules import resolve
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
-from ddpkit.launchers.base import Launcher
-from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = [
@@ -46,23 +42,3 @@ class AcceleratorConnector:
 
     def explain(self) -> str:
         return self.plan.explain()
-
-    @property
-    def accelerator(self) -> Accelerator:
-        return self.built.accelerator
-
-    @property
-    def training_type_plugin(self) -> TrainingTypePlugin:
-        return self.built.training_type
-
-    @property
-    def precision_plugin(self) -> PrecisionPlugin:
-        return self.built.precision_plugin
-
-    @property
-    def cluster_environment(self) -> ClusterEnvironment:
-        return self.built.cluster_environment
-
-    @property
-    def launcher(self) -> Launcher | None:
-        return self.built.launcher

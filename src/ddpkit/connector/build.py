@@ -1,4 +1,5 @@
-"""Plan → live objects. Decides nothing: every choice is already in the plan."""
+"""Plan → live objects. Decides nothing: every choice is already in the plan, and the objects
+are checked against it before anyone uses them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from ddpkit.accelerators import Accelerator, CPUAccelerator, GPUAccelerator
 from ddpkit.connector.plan import Plan
 from ddpkit.connector.probe import Probe
+from ddpkit.errors import MisconfigurationError
 from ddpkit.launchers import Launcher, make_launcher
 from ddpkit.plugins.environments import (
     ClusterEnvironment,
@@ -21,8 +23,9 @@ from ddpkit.plugins.training_type import (
     SingleDevicePlugin,
     TrainingTypePlugin,
 )
+from ddpkit.plugins.training_type.base import Connection
 
-__all__ = ["Built", "build"]
+__all__ = ["Built", "build", "disagreements"]
 
 _ACCELERATORS: dict[str, type[Accelerator]] = {"cpu": CPUAccelerator, "gpu": GPUAccelerator}
 _ENVIRONMENTS: dict[str, type[ClusterEnvironment]] = {
@@ -51,33 +54,94 @@ def _precision(name: str) -> PrecisionPlugin:
     return PrecisionPlugin()
 
 
+def _training_type(plan: Plan, first_device: object) -> TrainingTypePlugin:
+    instance: TrainingTypePlugin | None = plan.training_type_instance
+    if instance is not None:
+        return instance.unconnected_copy() if plan.copies_instance else instance
+    kind = plan.training_type.value
+    if kind == "single_device":
+        return SingleDevicePlugin(first_device)  # type: ignore[arg-type]
+    if kind == "ddp_spawn":
+        return DDPSpawnPlugin(**plan.training_type_options)
+    return DDPPlugin(**plan.training_type_options)
+
+
 def build(plan: Plan, probe: Probe) -> Built:
     accelerator = plan.accelerator_instance or _ACCELERATORS[plan.accelerator.value]()
     environment = plan.environment_instance or _ENVIRONMENTS[plan.environment.value](probe.env)
     precision = plan.precision_instance or _precision(plan.precision.value)
     precision.setup(accelerator.device_type)
-    devices = [accelerator.device(i) for i in plan.devices.value]
-    training_type = plan.training_type_instance
-    if training_type is None:
-        kind = plan.training_type.value
-        if kind == "single_device":
-            training_type = SingleDevicePlugin(devices[0])
-        elif kind == "ddp_spawn":
-            training_type = DDPSpawnPlugin(**plan.training_type_options)
-        else:
-            training_type = DDPPlugin(**plan.training_type_options)
+    devices = tuple(accelerator.device(i) for i in plan.devices.value)
+    training_type = _training_type(plan, devices[0])
     training_type.connect(
-        accelerator=accelerator,
-        precision_plugin=precision,
-        cluster_environment=environment,
-        parallel_devices=devices,
-        num_nodes=plan.num_nodes.value,
-        sync_batchnorm=plan.sync_batchnorm.value,
+        Connection(
+            accelerator=accelerator,
+            precision_plugin=precision,
+            cluster_environment=environment,
+            parallel_devices=devices,
+            num_nodes=plan.num_nodes.value,
+            sync_batchnorm=plan.sync_batchnorm.value,
+            backend=plan.backend.value,
+        )
     )
-    return Built(
+    built = Built(
         accelerator=accelerator,
         training_type=training_type,
         precision_plugin=precision,
-        cluster_environment=training_type.cluster_environment or environment,
+        cluster_environment=environment,
         launcher=make_launcher(plan.launcher.value, training_type),
     )
+    wrong = disagreements(plan, built)
+    if wrong:
+        # Only a user's subclass that overrides what the plan decided can get here.
+        raise MisconfigurationError(
+            f"{plan.call}: the objects disagree with the plan: {'; '.join(wrong)}. Fix: do not "
+            f"override these in your subclass of {type(training_type).__name__}, or pass the "
+            f"flags that give them."
+        )
+    return built
+
+
+def disagreements(plan: Plan, built: Built) -> list[str]:
+    """Where the live objects differ from the plan (nothing, after :func:`build`)."""
+    tt = built.training_type
+    try:
+        world_size: object = tt.world_size
+    except (NotImplementedError, TypeError, ValueError):  # a 1.x environment told at set-up
+        world_size = plan.world_size
+    found = [
+        (name, want, got)
+        for name, want, got in (
+            ("world_size", plan.world_size, world_size),
+            ("processes per node", plan.num_processes, tt.num_processes),
+            ("num_nodes", plan.num_nodes.value, tt.num_nodes),
+            (
+                "devices",
+                [built.accelerator.device(i) for i in plan.devices.value],
+                tt.parallel_devices,
+            ),
+            ("training type", plan.training_type.value, tt.name),
+            ("precision", plan.precision.value, built.precision_plugin.precision),
+            ("sync_batchnorm", plan.sync_batchnorm.value, tt.sync_batchnorm),
+            ("environment", plan.environment_instance or plan.environment.value, _env(built)),
+            ("launcher", plan.launcher.value, built.launcher.name if built.launcher else "-"),
+        )
+        if not _same(name, want, got, plan)
+    ]
+    for key, value in plan.training_type_options.items():
+        if getattr(tt, key, value) != value:
+            found.append((key, value, getattr(tt, key)))
+    return [f"{name}: plan {want!r}, objects {got!r}" for name, want, got in found]
+
+
+def _env(built: Built) -> object:
+    env = built.training_type.cluster_environment
+    return env if env is built.cluster_environment else f"two environments: {env!r}"
+
+
+def _same(name: str, want: object, got: object, plan: Plan) -> bool:
+    if name == "environment":
+        return got is want or (isinstance(want, str) and getattr(got, "name", None) == want)
+    if name == "launcher":
+        return got == want or (want in ("none", "external") and got == "-")
+    return got == want

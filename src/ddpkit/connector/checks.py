@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ddpkit.connector.types import MAX_WORLD_SIZE
 from ddpkit.errors import MisconfigurationError
+from ddpkit.plugins.training_type.ddp_options import BACKENDS
+from ddpkit.utilities.suggest import choices, did_you_mean
 
-__all__ = ["check_gpu_available", "check_num_nodes", "check_precision", "check_sync_batchnorm"]
-
-
-def check_num_nodes(call: str, num_nodes: Any) -> int:
-    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
-        raise MisconfigurationError(f"{call}: num_nodes={num_nodes!r} must be an int ≥ 1.")
-    return num_nodes
+__all__ = [
+    "check_backend",
+    "check_gpu_available",
+    "check_interactive",
+    "check_precision",
+    "check_world_size",
+]
 
 
 def check_gpu_available(call: str, source: str, cuda_device_count: int) -> None:
@@ -32,6 +33,36 @@ def check_precision(call: str, precision: str, accelerator: str) -> None:
         )
 
 
-def check_sync_batchnorm(call: str, sync_batchnorm: Any, training_type: str) -> None:
-    if not isinstance(sync_batchnorm, bool):
-        raise MisconfigurationError(f"{call}: sync_batchnorm={sync_batchnorm!r} must be a bool.")
+def check_world_size(call: str, processes_per_node: int, num_nodes: int) -> int:
+    world_size = processes_per_node * num_nodes
+    if world_size > MAX_WORLD_SIZE:
+        raise MisconfigurationError(
+            f"{call}: devices({processes_per_node}) × num_nodes({num_nodes}) = {world_size} "
+            f"ranks, more than ddpkit runs ({MAX_WORLD_SIZE}). Fix: check num_nodes and devices."
+        )
+    return world_size
+
+
+def check_interactive(call: str, launcher: str, interactive: bool) -> None:
+    """Subprocess DDP re-runs the script: there must be one (1.x refused this at construction)."""
+    if interactive and launcher == "subprocess":
+        raise MisconfigurationError(
+            f"{call}: DDP re-runs the script for the other ranks, but this session has no "
+            f"script to re-run (an interactive shell, a notebook or `python -c`). Fix: run "
+            f"the code from a script (python train.py), or pass strategy='ddp_spawn' (spawned "
+            f"ranks; the model and data must then come from an importable module)."
+        )
+
+
+def check_backend(call: str, value: str, accelerator: str, source: str) -> None:
+    name = value.strip().lower()
+    if name not in BACKENDS:
+        raise MisconfigurationError(
+            f"{call}: {source}={value!r} is not a torch.distributed backend"
+            f"{did_you_mean(name, BACKENDS)}. Choose one of {choices(BACKENDS)}, or unset it."
+        )
+    if name == "nccl" and accelerator == "cpu":
+        raise MisconfigurationError(
+            f"{call}: {source}={value!r} asks for NCCL, which runs on CUDA GPUs only, but the "
+            f"accelerator is CPU. Fix: use 'gloo' on CPU, or accelerator='gpu'."
+        )

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ddpkit.connector.types import AcceleratorName, LauncherName, PrecisionName, TrainingTypeName
+
 __all__ = ["Choice", "Plan", "PlanWarning"]
 
 T = TypeVar("T")
@@ -35,26 +37,29 @@ class Plan:
 
     call: str
     """The user's call, as written (for messages)."""
-    accelerator: Choice[str]
-    """"cpu" or "gpu"."""
+    accelerator: Choice[AcceleratorName]
     devices: Choice[tuple[int, ...]]
     """Device indices of this node: CUDA ordinals for GPUs, 0..n-1 for CPU processes."""
     num_nodes: Choice[int]
-    training_type: Choice[str]
-    """"single_device", "ddp" or "ddp_spawn"."""
+    training_type: Choice[TrainingTypeName]
     training_type_options: dict[str, Any] = field(default_factory=dict)
-    """Constructor options from a registry name (``find_unused_parameters``...)."""
-    launcher: Choice[str]
-    """"none", "subprocess", "spawn" or "external" (torchrun / srun started every rank)."""
+    """The constructor options of a training type ddpkit builds (``find_unused_parameters``...);
+    empty for the user's own instance, which is used with its own."""
+    backend: Choice[str | None]
+    """The process-group backend ("gloo", "nccl", ...); None for one process."""
+    launcher: Choice[LauncherName]
     environment: Choice[str]
     """"local", "torchelastic", "slurm", or the class name of the user's environment."""
-    precision: Choice[str]
+    precision: Choice[PrecisionName]
     sync_batchnorm: Choice[bool]
     modern_call: str
     """The same request in today's spelling."""
     warnings: tuple[PlanWarning, ...] = ()
     accelerator_instance: Any = None
     training_type_instance: Any = None
+    """The user's training-type instance; when another Trainer already uses it, this Trainer
+    gets a copy of it (``copies_instance``), so that neither sees the other's decisions."""
+    copies_instance: bool = False
     environment_instance: Any = None
     precision_instance: Any = None
 
@@ -87,6 +92,7 @@ class Plan:
                 f"devices({len(devs)}) × num_nodes({self.num_nodes.value})",
             ),
             ("training_type", tt_value, tt.reason),
+            ("backend", self.backend.value or "none", self.backend.reason),
             ("launcher", self.launcher.value, self.launcher.reason),
             ("environment", self.environment.value, self.environment.reason),
             ("precision", self.precision.value, self.precision.reason),

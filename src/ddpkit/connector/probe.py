@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ddpkit.utilities.script import has_script
 
 __all__ = ["Probe"]
 
@@ -77,11 +78,8 @@ def _rebuild(
 
 
 def _is_interactive() -> bool:
-    main = sys.modules.get("__main__")
-    if hasattr(sys, "ps1") or bool(sys.flags.interactive):
-        return True
     # `python -c` and notebooks have a __main__ without a file to re-run.
-    return main is None or not getattr(main, "__file__", None)
+    return not has_script()
 
 
 def _usable_cores() -> int:

@@ -8,16 +8,26 @@ environment variable that decided it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ddpkit.connector.checks import (
+    check_backend,
     check_gpu_available,
-    check_num_nodes,
+    check_interactive,
     check_precision,
-    check_sync_batchnorm,
+    check_world_size,
 )
-from ddpkit.connector.flags import Flags, Request, translate
+from ddpkit.connector.flags import Flags
 from ddpkit.connector.plan import Choice, Plan, PlanWarning
 from ddpkit.connector.probe import Probe
+from ddpkit.connector.spelling import ambiguity_message, legacy_word_message, modern_call
+from ddpkit.connector.translate import Request, translate
+from ddpkit.connector.types import (
+    MAX_PROCESSES_PER_NODE,
+    AcceleratorName,
+    LauncherName,
+    TrainingTypeName,
+)
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
@@ -27,10 +37,12 @@ from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 __all__ = [
     "ENVIRONMENT_DETECTION",
     "choose_accelerator",
+    "choose_backend",
     "choose_devices",
     "choose_environment",
     "choose_launcher",
     "choose_training_type",
+    "environment_of",
     "resolve",
 ]
 
@@ -45,12 +57,18 @@ ENVIRONMENT_DETECTION: tuple[type[ClusterEnvironment], ...] = (
     # ddpkit (slurm_local_reason says which, in the plan).
     SLURMEnvironment,
 )
+_ENVIRONMENT_CLASSES: tuple[type[ClusterEnvironment], ...] = (
+    *ENVIRONMENT_DETECTION,
+    LocalEnvironment,
+)
+_BUILT_ENVIRONMENTS: dict[str, type[ClusterEnvironment]] = {
+    cls.name: cls for cls in _ENVIRONMENT_CLASSES
+}
 
 
-def choose_accelerator(req: Request, probe: Probe) -> Choice[str]:
-    call = req.flags.call()
+def choose_accelerator(req: Request, probe: Probe) -> Choice[AcceleratorName]:
     if req.accelerator == "gpu":
-        check_gpu_available(call, req.accelerator_source, probe.cuda_device_count)
+        check_gpu_available(req.call, req.accelerator_source, probe.cuda_device_count)
         return Choice("gpu", req.accelerator_source)
     if req.accelerator == "cpu":
         return Choice("cpu", req.accelerator_source)
@@ -59,48 +77,57 @@ def choose_accelerator(req: Request, probe: Probe) -> Choice[str]:
     return Choice("cpu", "accelerator auto: no CUDA device visible")
 
 
+def _gpu_devices(req: Request, visible: int) -> Choice[tuple[int, ...]]:
+    call, d = req.call, req.devices
+    if d is None:
+        return Choice((0,), "default: one device")
+    if d.kind in ("auto", "all"):
+        return Choice(tuple(range(visible)), f"{d.source}: all {visible} visible GPUs")
+    if d.kind == "count":
+        if d.count == 0:
+            raise MisconfigurationError(
+                f"{call}: {d.source} asks for no GPU on a GPU accelerator. "
+                f"Fix: pass accelerator='cpu', or devices ≥ 1."
+            )
+        if d.count > visible:
+            raise MisconfigurationError(
+                f"{call}: {d.source} asks for {d.count} GPUs, but torch.cuda.device_count() = "
+                f"{visible}. Fix: pass devices={visible} or fewer (or devices=-1 for all)."
+            )
+        return Choice(tuple(range(d.count)), d.source)
+    missing = [i for i in d.ids if i >= visible]
+    if missing:
+        raise MisconfigurationError(
+            f"{call}: {d.source} names GPU {missing[0]}, but only ids 0..{visible - 1} exist "
+            f"(torch.cuda.device_count() = {visible}). Fix: choose ids below {visible}."
+        )
+    return Choice(d.ids, d.source)
+
+
 def choose_devices(req: Request, accelerator: str, probe: Probe) -> Choice[tuple[int, ...]]:
     """Device indices on this node. GPUs: CUDA ordinals; CPU: one index per process."""
-    call = req.flags.call()
-    d = req.devices
+    call, d = req.call, req.devices
     if accelerator == "gpu":
-        visible = probe.cuda_device_count
-        if d is None:
-            return Choice((0,), "default: one device")
-        if d.kind in ("auto", "all"):
-            return Choice(tuple(range(visible)), f"{d.source}: all {visible} visible GPUs")
-        if d.kind == "count":
-            if d.count == 0:
-                raise MisconfigurationError(
-                    f"{call}: {d.source} asks for no GPU on a GPU accelerator. "
-                    f"Fix: pass accelerator='cpu', or devices ≥ 1."
-                )
-            if d.count > visible:
-                raise MisconfigurationError(
-                    f"{call}: {d.source} asks for {d.count} GPUs, but "
-                    f"torch.cuda.device_count() = {visible}. Fix: pass devices={visible} "
-                    f"or fewer (or devices=-1 for all)."
-                )
-            return Choice(tuple(range(d.count)), d.source)
-        missing = [i for i in d.ids if i >= visible]
-        if missing:
-            raise MisconfigurationError(
-                f"{call}: {d.source} names GPU {missing[0]}, but only ids 0..{visible - 1} "
-                f"exist (torch.cuda.device_count() = {visible}). Fix: choose ids below {visible}."
-            )
-        return Choice(d.ids, d.source)
+        return _gpu_devices(req, probe.cuda_device_count)
     if d is None or d.kind == "auto":
         return Choice((0,), f"{d.source}: one CPU process" if d else "default: one process")
     if d.kind == "all":
         return Choice(tuple(range(probe.cpu_count)), f"{d.source}: one process per core")
     if d.kind == "ids":
         raise MisconfigurationError(
-            f"{call}: {d.source} lists device ids, but CPU devices are a count of processes. "
-            f"Fix: pass devices={d.count}."
+            f"{call}: {d.source} lists GPU ids, but the accelerator is CPU, whose devices are "
+            f"a count of processes. Fix: pass devices={d.count}, or accelerator='gpu'."
         )
     if d.count == 0:
         raise MisconfigurationError(
             f"{call}: {d.source} asks for 0 CPU processes. Fix: pass devices=1 or more."
+        )
+    if d.count > MAX_PROCESSES_PER_NODE:
+        raise MisconfigurationError(
+            f"{call}: {d.source} asks for {d.count} processes on this machine "
+            f"({probe.cpu_count} cores); ddpkit runs at most {MAX_PROCESSES_PER_NODE} per node. "
+            f"Fix: pass devices={probe.cpu_count} (one per core) or another count ≤ "
+            f"{MAX_PROCESSES_PER_NODE}."
         )
     return Choice(tuple(range(d.count)), d.source)
 
@@ -109,14 +136,18 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     if req.environment_instance is not None:
         return Choice(
             type(req.environment_instance).__name__,
-            f"plugins=[{req.environment_instance!r}]: the user's environment beats detection",
+            f"{req.environment_source}: the user's environment beats detection",
         )
     for cls in ENVIRONMENT_DETECTION:
         if cls.detect(env):
             matched = ", ".join(f"{k}={v}" for k, v in cls.matched_variables(env).items())
             return Choice(cls.name, f"{matched}")
     if "LOCAL_RANK" in env:
-        return Choice("local", f"LOCAL_RANK={env['LOCAL_RANK']}: a rank ddpkit's launcher started")
+        return Choice(
+            "local",
+            f"LOCAL_RANK={env['LOCAL_RANK']}: one rank of a job its parent started (ddpkit's "
+            f"launcher, or the user)",
+        )
     slurm = slurm_local_reason(env)
     if slurm is not None:
         return Choice("local", slurm)
@@ -126,88 +157,73 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     return Choice("local", "no torchrun or SLURM variables: ddpkit starts the ranks")
 
 
-def check_environment(
-    call: str,
-    req: Request,
-    environment: Choice[str],
-    env: Mapping[str, str],
-    devices: int,
-    num_nodes: int,
-) -> None:
-    """The flags must agree with the launcher that started the ranks (world size, nodes)."""
-    instance = req.environment_instance
-    if instance is None:
-        classes: tuple[type[ClusterEnvironment], ...] = (*ENVIRONMENT_DETECTION, LocalEnvironment)
-        known = {cls.name: cls for cls in classes}
-        instance = known[environment.value](env)
-    instance.validate(devices, num_nodes, call)
-
-
-def _external(req: Request, environment: Choice[str]) -> bool:
+def environment_of(req: Request, environment: Choice[str], env: Mapping[str, str]) -> Any:
+    """The environment instance the plan names (the user's, or one built to read ``env``)."""
     if req.environment_instance is not None:
-        return bool(req.environment_instance.creates_processes_externally)
-    return environment.value in ("torchelastic", "slurm")
+        return req.environment_instance
+    return _BUILT_ENVIRONMENTS[environment.value](env)
+
+
+def _single(req: Request, world_size: int) -> None:
+    raise MisconfigurationError(
+        f"{req.call}: {req.training_type_source} runs one process, but the flags ask for world "
+        f"size {world_size}. Fix: pass devices=1, or strategy='ddp'."
+    )
 
 
 def choose_training_type(
-    req: Request, world_size: int, environment: Choice[str], devices: Choice[tuple[int, ...]]
-) -> tuple[Choice[str], bool]:
+    req: Request,
+    world_size: int,
+    environment: Choice[str],
+    external: bool,
+    devices: Choice[tuple[int, ...]],
+    num_processes: int,
+) -> tuple[Choice[TrainingTypeName], bool]:
     """The training type, and whether the ambiguous legacy default (spawn) was applied."""
-    call = req.flags.call()
-    external = _external(req, environment)
-    instance = req.training_type_instance
+    instance, kind = req.training_type_instance, req.training_type
     if instance is not None:
-        if instance.name == "single_device" and world_size > 1:
-            raise MisconfigurationError(
-                f"{call}: {req.training_type_source} runs one process, but the flags ask for "
-                f"world size {world_size}. Fix: pass devices=1, or strategy='ddp'."
-            )
+        if instance.name in ("single_device", "custom") and world_size > 1:
+            _single(req, world_size)
         if external and instance.name == "ddp_spawn":
             raise MisconfigurationError(
-                f"{call}: {req.training_type_source} spawns ranks, but {environment.value} "
-                f"already started every rank ({environment.reason}). "
-                f"Fix: pass DDPPlugin(...) with the same options."
+                f"{req.call}: {req.training_type_source} spawns ranks, but {environment.value} "
+                f"already started every rank ({environment.reason}). Fix: pass DDPPlugin(...) "
+                f"with the same options."
             )
-        unset = instance.unset_fields()
-        filled = f"; ddpkit fills in {', '.join(unset)}" if unset else ""
-        return Choice(
-            instance.name, f"{req.training_type_source}: the user's instance{filled}"
-        ), False
-    kind = req.training_type
+        return Choice(instance.name, f"{req.training_type_source}: the user's instance"), False  # type: ignore[arg-type]
     if kind is not None:
         if kind == "single_device" and world_size > 1:
-            raise MisconfigurationError(
-                f"{call}: {req.training_type_source} runs one process, but the flags ask for "
-                f"world size {world_size}. Fix: pass devices=1, or strategy='ddp'."
-            )
+            _single(req, world_size)
         if external and kind == "ddp_spawn":
             return Choice(
                 "ddp",
                 f"{req.training_type_source} asks for spawn, but {environment.value} started "
                 f"every rank: DDP in each of them, nothing spawned",
             ), False
-        return Choice(kind, req.training_type_source), False
-    if external and world_size > 1:
+        return Choice(kind, req.training_type_source), False  # type: ignore[arg-type]
+    if external and (world_size > 1 or req.is_ddp_cpu):
         return Choice("ddp", f"{environment.value} started every rank"), False
+    if req.is_ddp_cpu and num_processes == 1 and world_size > 1:
+        return Choice(
+            "ddp", "accelerator='ddp_cpu' with one process per node: DDP, nothing to spawn (1.x)"
+        ), False
+    if req.is_ddp_cpu or (req.legacy_default_spawn and world_size > 1):
+        source = (
+            f"accelerator='ddp_cpu' with {devices.reason}" if req.is_ddp_cpu else devices.reason
+        )
+        return Choice("ddp_spawn", f"{source}: spawn, the 1.x default (deprecated)"), True
     if world_size == 1:
         return Choice("single_device", "world size 1"), False
-    if req.legacy_default_spawn:
-        source = devices.reason
-        if req.flags.accelerator == "ddp_cpu":
-            source = f"accelerator='ddp_cpu' with {devices.reason}"
-        return Choice(
-            "ddp_spawn", f"{source}: spawn, the 1.x default for several devices (deprecated)"
-        ), True
     return Choice("ddp", f"{devices.reason}: several devices (modern default)"), False
 
 
 def choose_launcher(
-    req: Request, training_type: Choice[str], environment: Choice[str]
-) -> Choice[str]:
-    if training_type.value == "single_device":
+    training_type: Choice[TrainingTypeName], external: bool, environment: Choice[str]
+) -> Choice[LauncherName]:
+    if training_type.value in ("single_device", "custom"):
         return Choice("none", "one process: nothing to start")
-    if _external(req, environment):
-        return Choice("external", f"{environment.value} started every rank")
+    if external:
+        return Choice("external", f"{environment.value} started every rank: ddpkit starts none")
     if training_type.value == "ddp_spawn":
         return Choice("spawn", "ddp_spawn: torch.multiprocessing spawns every rank")
     return Choice(
@@ -215,125 +231,119 @@ def choose_launcher(
     )
 
 
-def choose_precision(req: Request, accelerator: Choice[str]) -> Choice[str]:
-    check_precision(req.flags.call(), req.precision, accelerator.value)
-    return Choice(req.precision, req.precision_source)
+def choose_backend(
+    req: Request,
+    training_type: Choice[TrainingTypeName],
+    accelerator: str,
+    env: Mapping[str, str],
+) -> Choice[str | None]:
+    if training_type.value in ("single_device", "custom"):
+        return Choice(None, "one process: no process group")
+    instance = req.training_type_instance
+    given = getattr(instance, "process_group_backend", None)
+    if given is not None:
+        source = f"{req.training_type_source}.process_group_backend"
+        if "," not in given:  # torch's per-device form "cpu:gloo,cuda:nccl" is the user's call
+            check_backend(req.call, given, accelerator, source)
+        return Choice(given, source)
+    if "PL_TORCH_DISTRIBUTED_BACKEND" in env:
+        # Lightning 1.x read the backend from this variable; it still works.
+        value = env["PL_TORCH_DISTRIBUTED_BACKEND"]
+        check_backend(req.call, value, accelerator, "PL_TORCH_DISTRIBUTED_BACKEND")
+        return Choice(value.strip().lower(), f"PL_TORCH_DISTRIBUTED_BACKEND={value}")
+    default = "nccl" if accelerator == "gpu" else "gloo"
+    return Choice(default, f"the {accelerator.upper()} default")
 
 
-def resolve(flags: Flags, probe: Probe) -> Plan:
-    """Decide everything. Pure: the same flags and probe always give the same plan."""
-    call = flags.call()
-    req = translate(flags)
-    num_nodes = check_num_nodes(call, flags.num_nodes)
-    check_sync_batchnorm(call, flags.sync_batchnorm, req.training_type or "")
-    accelerator = choose_accelerator(req, probe)
-    devices = choose_devices(req, accelerator.value, probe)
-    nodes = Choice(num_nodes, "num_nodes" if num_nodes != 1 else "default")
-    world_size = len(devices.value) * num_nodes
-    environment = choose_environment(req, probe.env)
-    check_environment(call, req, environment, probe.env, len(devices.value), num_nodes)
-    training_type, ambiguous = choose_training_type(req, world_size, environment, devices)
-    launcher = choose_launcher(req, training_type, environment)
-    precision = choose_precision(req, accelerator)
-    sync_bn = Choice(
-        bool(flags.sync_batchnorm), "sync_batchnorm=True" if flags.sync_batchnorm else "default"
-    )
-    modern = modern_call(req, accelerator.value, devices.value, num_nodes, training_type.value)
-    warnings: list[PlanWarning] = []
+def _options(req: Request, training_type: str, backend: str | None) -> dict[str, Any]:
+    """The constructor options of a training type ddpkit builds: the registry name's, then 1.x's
+    or 2.x's default for find_unused_parameters, then a backend other than the default."""
+    if req.training_type_instance is not None or training_type not in ("ddp", "ddp_spawn"):
+        return {}
+    options = dict(req.training_type_options)
+    options.setdefault("find_unused_parameters", req.legacy_semantics)
+    if backend is not None and backend != ("nccl" if req.accelerator == "gpu" else "gloo"):
+        options["process_group_backend"] = backend
+    return options
+
+
+def _warnings(
+    req: Request, plan: dict[str, Any], ambiguous: bool, probe: Probe
+) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
+    acc, devs, nodes = plan["accelerator"].value, plan["devices"].value, plan["num_nodes"].value
     if ambiguous:
-        warnings.append(
-            PlanWarning(_ambiguity_message(call, devices.value, accelerator.value, num_nodes, req))
-        )
+        out.append(PlanWarning(ambiguity_message(req, acc, devs, nodes, plan["options"])))
     elif req.legacy_words:
-        warnings.append(
-            PlanWarning(
-                f"{call}: {', '.join(req.legacy_words)} puts a training type in the accelerator "
-                f"flag, which is deprecated. The same run, spelled today: {modern}"
-            )
-        )
-    srun = srun_warning(call, probe.env, world_size) if environment.value == "local" else None
-    if srun is not None:
-        warnings.append(PlanWarning(srun, deprecation=False))
+        out.append(PlanWarning(legacy_word_message(req, plan["modern_call"])))
+    world_size = len(devs) * nodes
+    if plan["environment"].value == "local":
+        srun = srun_warning(req.call, probe.env, world_size)
+        if srun is not None:
+            out.append(PlanWarning(srun, deprecation=False))
     if req.unused_gpus is not None:
-        warnings.append(
+        out.append(
             PlanWarning(
-                f"{call}: {req.unused_gpus.source} is ignored because the accelerator is CPU "
+                f"{req.call}: {req.unused_gpus.source} is ignored because the accelerator is CPU "
                 f"({req.accelerator_source}); GPUs will not be used. Fix: drop "
                 f"{req.unused_gpus.source}, or pass accelerator='gpu'.",
                 deprecation=False,
             )
         )
+    return out
+
+
+def resolve(flags: Flags, probe: Probe) -> Plan:
+    """Decide everything. Pure: the same flags and probe always give the same plan."""
+    req = translate(flags)
+    accelerator = choose_accelerator(req, probe)
+    devices = choose_devices(req, accelerator.value, probe)
+    num_nodes = req.num_nodes or 1
+    nodes = Choice(num_nodes, req.num_nodes_source)
+    world_size = check_world_size(req.call, len(devices.value), num_nodes)
+    environment = choose_environment(req, probe.env)
+    env_instance = environment_of(req, environment, probe.env)
+    env_instance.validate(len(devices.value), num_nodes, req.call)
+    external = bool(env_instance.creates_processes_externally)
+    training_type, ambiguous = choose_training_type(
+        req, world_size, environment, external, devices, len(devices.value)
+    )
+    launcher = choose_launcher(training_type, external, environment)
+    check_interactive(req.call, launcher.value, probe.interactive)
+    backend = choose_backend(req, training_type, accelerator.value, probe.env)
+    options = _options(req, training_type.value, backend.value)
+    check_precision(req.call, req.precision, accelerator.value)
+    modern = modern_call(
+        req, accelerator.value, devices.value, num_nodes, training_type.value, options
+    )
+    decided = {
+        "accelerator": accelerator, "devices": devices, "num_nodes": nodes,
+        "environment": environment, "options": options, "modern_call": modern,
+    }  # fmt: skip
+    instance = req.training_type_instance
+    copies = instance is not None and instance.is_connected
+    if copies:
+        training_type = Choice(
+            training_type.value,
+            f"{training_type.reason} (another Trainer uses it already: this one gets a copy)",
+        )
     return Plan(
-        call=call,
+        call=req.call,
         accelerator=accelerator,
         devices=devices,
         num_nodes=nodes,
         training_type=training_type,
-        training_type_options=dict(req.training_type_options),
+        training_type_options=options,
+        backend=backend,
         launcher=launcher,
         environment=environment,
-        precision=precision,
-        sync_batchnorm=sync_bn,
+        precision=Choice(req.precision, req.precision_source),  # type: ignore[arg-type]
+        sync_batchnorm=Choice(req.sync_batchnorm, req.sync_batchnorm_source),
         modern_call=modern,
-        warnings=tuple(warnings),
+        warnings=tuple(_warnings(req, decided, ambiguous, probe)),
         accelerator_instance=req.accelerator_instance,
-        training_type_instance=req.training_type_instance,
+        training_type_instance=instance,
+        copies_instance=copies,
         environment_instance=req.environment_instance,
         precision_instance=req.precision_instance,
     )
-
-
-def _ambiguity_message(
-    call: str, devices: tuple[int, ...], accelerator: str, num_nodes: int, req: Request
-) -> str:
-    spawn = _spell(accelerator, devices, num_nodes, "'ddp_spawn'", req)
-    ddp = _spell(accelerator, devices, num_nodes, "'ddp'", req)
-    return (
-        f"{call} starts its {len(devices) * num_nodes} ranks with spawn, the 1.x default for "
-        f"several devices. That default is deprecated and will become subprocess DDP. "
-        f"Pin the launcher you want: {spawn} keeps spawn; {ddp} re-runs the script as "
-        f"subprocesses (faster start-up, no pickling)."
-    )
-
-
-def _spell(
-    accelerator: str, devices: tuple[int, ...], num_nodes: int, strategy: str | None, req: Request
-) -> str:
-    parts = [f"accelerator={accelerator!r}"]
-    d = req.devices
-    if accelerator == "gpu" and d is not None and d.kind == "ids":
-        parts.append(f"devices={list(devices)!r}")
-    elif accelerator == "gpu" and d is not None and d.kind == "all":
-        parts.append("devices=-1")
-    elif len(devices) != 1 or d is not None:
-        parts.append(f"devices={len(devices)}")
-    if num_nodes != 1:
-        parts.append(f"num_nodes={num_nodes}")
-    if strategy is not None:
-        parts.append(f"strategy={strategy}")
-    if req.precision != "32-true" and req.precision_instance is None:
-        parts.append(f"precision={req.precision!r}")
-    plugins = [p for p in (req.environment_instance, req.precision_instance) if p is not None]
-    if plugins:
-        parts.append(f"plugins=[{', '.join(repr(p) for p in plugins)}]")
-    if req.flags.sync_batchnorm:
-        parts.append("sync_batchnorm=True")
-    return f"Trainer({', '.join(parts)})"
-
-
-def modern_call(
-    req: Request, accelerator: str, devices: tuple[int, ...], num_nodes: int, training_type: str
-) -> str:
-    """The same request in today's spelling: accelerator, devices, strategy."""
-    strategy: str | None
-    if req.training_type_instance is not None:
-        strategy = repr(req.training_type_instance)
-    elif req.flags.strategy is not None and isinstance(req.flags.strategy, str):
-        strategy = repr(req.flags.strategy)
-    elif any(isinstance(p, str) for p in req.flags.plugins):
-        strategy = repr(next(p for p in req.flags.plugins if isinstance(p, str)))
-    elif training_type == "single_device":
-        strategy = None
-    else:
-        strategy = repr(training_type)
-    return _spell(accelerator, devices, num_nodes, strategy, req)
