@@ -10,14 +10,16 @@ from typing import Any
 
 __all__ = ["DEVICE_FLAGS", "Flags", "format_call", "is_given"]
 
-#: the Trainer keywords the connector resolves, in the order messages show them
+#: the Trainer keywords the connector resolves, in the order messages show them: the order
+#: users write them in (``accelerator="ddp_cpu", num_processes=2, plugins=[...]``,
+#: ``accelerator="cpu", devices=2, strategy="ddp"``)
 DEVICE_FLAGS = (
     "accelerator",
-    "strategy",
     "devices",
     "gpus",
     "num_processes",
     "num_nodes",
+    "strategy",
     "plugins",
     "precision",
     "sync_batchnorm",

@@ -117,9 +117,8 @@ def _accelerator(call: str, value: Any) -> _Accelerator:
     name, source = value.strip().lower(), f"accelerator={value!r}"
     if name in UNSUPPORTED:
         raise MisconfigurationError(
-            f"{call}: accelerator={value!r} is not supported: {UNSUPPORTED[name]}. ddpkit "
-            f"supports accelerator= {choices(ACCELERATOR_NAMES)} (legacy: "
-            f"{choices(LEGACY_ACCELERATORS)})."
+            f"{call}: accelerator={value!r} is not supported: {UNSUPPORTED[name]}. Choose one "
+            f"of {choices(ACCELERATOR_NAMES)} (legacy: {choices(LEGACY_ACCELERATORS)})."
         )
     if name in LEGACY_ACCELERATORS:
         mapped, legacy_tt = LEGACY_ACCELERATORS[name]

@@ -153,7 +153,9 @@ class ScriptJob:
                     )
                 except OSError as err:
                     raise LaunchError(
-                        f"could not start local rank {local_rank} ({' '.join(command)}): {err}"
+                        f"could not start local rank {local_rank} ({' '.join(command)}): {err}. "
+                        f"Fix: check that the command runs on its own (the interpreter and the "
+                        f"script exist and are executable)."
                     ) from err
                 handles.append(PopenHandle(rank=rank, proc=proc))
         except BaseException:
@@ -421,7 +423,8 @@ def job_for(
             f"this script already runs {_job.world_size} ranks ({_job.num_processes} per "
             f"node), and a second Trainer asks for {plugin.world_size} "
             f"({plugin.num_processes} per node): the other ranks re-run the script, so every "
-            f"Trainer of a script must use the same devices and num_nodes."
+            f"Trainer of a script must use the same devices and num_nodes. Fix: pass the "
+            f"same devices and num_nodes to every Trainer of the script."
         )
     return _job
 

@@ -44,6 +44,8 @@ class ErrorRecord:
     kind: ErrorKind = "exception"
     note: str = ""
     never_arrived: bool = False
+    #: "RuntimeError: boom": the exception's type and the first line of its message
+    summary: str = ""
 
 
 def is_peer_loss(exc: BaseException) -> bool:
@@ -70,6 +72,7 @@ def write_error_file(
     kind: ErrorKind = "exception",
     note: str = "",
     never_arrived: bool = False,
+    summary: str = "",
 ) -> None:
     """Called in a failing rank: leave its report for the supervisor (0600, atomic rename)."""
     record = {
@@ -78,6 +81,7 @@ def write_error_file(
         "kind": kind,
         "note": note,
         "never_arrived": never_arrived,
+        "summary": summary,
     }
     write_private(path, json.dumps(record).encode())
 
@@ -89,8 +93,10 @@ def report_rank_failure(path: str | None, exc: BaseException) -> None:
     if not path:
         return
     kind: ErrorKind = "peer_loss" if is_peer_loss(exc) else "exception"
+    lines = str(exc).strip().splitlines()
+    summary = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
     with contextlib.suppress(OSError):
-        write_error_file(path, "".join(traceback.format_exception(exc)), kind=kind)
+        write_error_file(path, "".join(traceback.format_exception(exc)), kind=kind, summary=summary)
 
 
 def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
@@ -104,12 +110,15 @@ def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
             kind=kind if kind in _KINDS else "exception",
             note=str(data.get("note", "")),
             never_arrived=bool(data.get("never_arrived", False)),
+            summary=str(data.get("summary", "")),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def raised(record: ErrorRecord) -> str:
-    """'raised RuntimeError: boom', from the last line of a traceback."""
+    """'raised RuntimeError: boom': the summary the rank left, else the traceback's last line."""
+    if record.summary:
+        return f"raised {record.summary}"
     lines = [line for line in record.traceback.strip().splitlines() if line.strip()]
     return f"raised {lines[-1].strip()[:300]}" if lines else "raised an exception"

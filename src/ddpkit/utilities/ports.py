@@ -55,7 +55,8 @@ def bind_free_port(host: str = "127.0.0.1") -> socket.socket:
             if err.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
                 raise LaunchError(
                     f"the rendezvous store cannot listen on {host or '0.0.0.0'}:<free port> "
-                    f"({err.strerror or err})."
+                    f"({err.strerror or err}). Fix: set MASTER_ADDR/MASTER_PORT to an address "
+                    f"and port this machine can listen on."
                 ) from err
             last = err
             continue

@@ -70,7 +70,8 @@ def _expand_range(spec: str, nodelist: str) -> list[str]:
         lo, sep, hi = part.partition("-")
         if not _is_count(lo) or (sep and not _is_count(hi)):
             raise MisconfigurationError(
-                f"SLURM_NODELIST={nodelist!r}: cannot read the range [{spec}]."
+                f"SLURM_NODELIST={nodelist!r}: cannot read the range [{spec}]. Fix: set "
+                f"MASTER_ADDR to rank 0's host, so the list need not be read."
             )
         if not sep:
             values.append(lo)
@@ -105,7 +106,10 @@ def expand_tasks_per_node(spec: str) -> list[int]:
     for entry in _split_top_level(spec):
         match = _TASKS.match(entry)
         if match is None:
-            raise MisconfigurationError(f"SLURM_TASKS_PER_NODE={spec!r}: cannot read {entry!r}.")
+            raise MisconfigurationError(
+                f"SLURM_TASKS_PER_NODE={spec!r}: cannot read {entry!r} (SLURM writes counts "
+                f"such as '2(x3),1'). Fix: start the step with srun, which sets it."
+            )
         counts.extend([int(match.group(1))] * int(match.group(2) or 1))
     return counts
 

@@ -24,7 +24,8 @@ class MixedPrecisionPlugin(PrecisionPlugin):
             from ddpkit.errors import MisconfigurationError
 
             raise MisconfigurationError(
-                f"MixedPrecisionPlugin(precision={precision!r}): choose '16-mixed' or 'bf16-mixed'."
+                f"MixedPrecisionPlugin(precision={precision!r}): not a mixed precision. Choose "
+                f"one of '16-mixed', 'bf16-mixed'."
             )
         self.precision = precision  # type: ignore[misc]
         self._scaler: torch.amp.GradScaler | None = None

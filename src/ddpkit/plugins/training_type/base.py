@@ -104,7 +104,8 @@ def _environment(call: str, value: Any) -> ClusterEnvironment | None:
         return value
     raise MisconfigurationError(
         f"{call}: cluster_environment must be a ClusterEnvironment (LocalEnvironment, "
-        f"TorchElasticEnvironment, SLURMEnvironment or a subclass), not {type(value).__name__}."
+        f"TorchElasticEnvironment, SLURMEnvironment or a subclass), not {type(value).__name__}. "
+        f"Fix: pass one of those, or leave it unset and the connector chooses."
     )
 
 

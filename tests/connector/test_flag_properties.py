@@ -1,0 +1,217 @@
+"""A property of the whole connector, over the Trainer's device flags, the plugins' constructor
+arguments and the machine: every call gives a plan whose objects are what it says, or a
+MisconfigurationError that quotes the call as written and ends with a fix. Never another
+exception, never a plan that disagrees with the objects."""
+
+from __future__ import annotations
+
+import datetime
+import warnings
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from plan_checks import assert_plan_is_what_runs
+
+from ddpkit import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
+from ddpkit.accelerators import CPUAccelerator, GPUAccelerator
+from ddpkit.connector import AcceleratorConnector, Flags
+from ddpkit.errors import MisconfigurationError
+from ddpkit.plugins.environments import LocalEnvironment, SLURMEnvironment, TorchElasticEnvironment
+from ddpkit.plugins.precision import DoublePrecisionPlugin, MixedPrecisionPlugin, PrecisionPlugin
+from ddpkit.testing import make_probe
+
+pytestmark = pytest.mark.timeout(300)
+
+JUNK = st.sampled_from(["", "x", "²", "1.5", "-1", "auto", "0,1", "[0]", "2 ", "١", None])
+NUMBERS = st.one_of(
+    st.integers(-3, 4), st.integers(-(2**72), 2**72), st.floats(allow_nan=True), st.booleans()
+)
+DEVICE_VALUES = st.one_of(
+    st.none(), NUMBERS, JUNK, st.lists(st.integers(-1, 3), max_size=3),
+    st.tuples(st.integers(0, 2)), st.sampled_from([b"2", {0, 1}, {"a": 1}, object()]),
+)  # fmt: skip
+NAMES = st.sampled_from([
+    None, "auto", "cpu", "gpu", "cuda", "ddp_cpu", "ddp", "ddp_spawn", "ddp_cpu_spawn",
+    "single_device", "ddp_find_unused_parameters_false", "ddp_spawn_find_unused_parameters_true",
+    "tpu", "dp", "dpp", "CPU", "fsdp", "", "ddp2",
+])  # fmt: skip
+TORCHRUN = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "GROUP_RANK": "0",
+            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}  # fmt: skip
+SRUN = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2",
+        "SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NODEID": "0", "SLURM_JOB_ID": "77",
+        "SLURM_NNODES": "1", "SLURM_TASKS_PER_NODE": "2"}  # fmt: skip
+NODE1 = {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "NODE_RANK": "1"}
+CHILD = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29501", "LOCAL_RANK": "1",
+         "WORLD_SIZE": "2", "NODE_RANK": "0"}  # fmt: skip
+
+
+@st.composite
+def environments(draw: st.DrawFn) -> dict[str, str]:
+    env = dict(draw(st.sampled_from([{}, TORCHRUN, SRUN, NODE1, CHILD, {"SLURM_NTASKS": "4"}])))
+    for _ in range(draw(st.integers(0, 2))):  # spoil a variable now and then
+        key = draw(
+            st.sampled_from(sorted({*TORCHRUN, *SRUN, *NODE1, "PL_TORCH_DISTRIBUTED_BACKEND"}))
+        )
+        value = draw(
+            st.one_of(JUNK.filter(lambda v: v is not None), st.sampled_from(["gloo", "nccl", "3"]))
+        )
+        env[key] = value  # type: ignore[assignment]
+    return env
+
+
+@st.composite
+def training_types(draw: st.DrawFn) -> Any:
+    """A plugin built from random arguments, or the MisconfigurationError building raised."""
+    kind = draw(st.sampled_from([DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin]))
+    if kind is SingleDevicePlugin:
+        args: dict[str, Any] = {
+            "device": draw(st.sampled_from([None, "cpu", 0, "cuda:1", "potato", 1.5]))
+        }
+    else:
+        args = {}
+        if draw(st.booleans()):
+            args["parallel_devices"] = draw(st.sampled_from([
+                [torch.device("cpu")] * 2, [torch.device("cpu")] * 3, [torch.device("cuda", 0)],
+                [], "cpu", [torch.device("cuda")],
+            ]))  # fmt: skip
+        if draw(st.booleans()):
+            args["num_nodes"] = draw(st.one_of(st.integers(-1, 3), JUNK))
+        if draw(st.booleans()):
+            args["timeout"] = draw(
+                st.one_of(NUMBERS, JUNK, st.just(datetime.timedelta(0)), st.just([5]))
+            )
+        if draw(st.booleans()):
+            args["find_unused_parameters"] = draw(st.one_of(st.booleans(), JUNK))
+        if draw(st.booleans()):
+            args["process_group_backend"] = draw(st.sampled_from(["gloo", "nccl", "glo", 3]))
+        if draw(st.booleans()):
+            args["cluster_environment"] = draw(st.sampled_from([
+                LocalEnvironment({}), TorchElasticEnvironment(TORCHRUN), TorchElasticEnvironment({}),
+                SLURMEnvironment({}), "local",
+            ]))  # fmt: skip
+        if kind is DDPSpawnPlugin and draw(st.booleans()):
+            args["start_method"] = draw(st.sampled_from(["spawn", "forkserver", "fork", "junk"]))
+        if draw(st.booleans()):
+            args[draw(st.sampled_from(["bucket_cap_mb", "bucket_cap_mbb", "device_ids"]))] = 25
+    try:
+        return kind(**args)
+    except MisconfigurationError as err:
+        assert_good_message(str(err), f"{kind.__name__}(")
+        return None
+
+
+def assert_good_message(message: str, call: str) -> None:
+    assert message.startswith(call), (call, message)
+    assert any(marker in message for marker in ("Fix:", "Choose one of", "takes ")), message
+
+
+@st.composite
+def flags(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if draw(st.booleans()):
+        out["accelerator"] = draw(
+            st.one_of(NAMES, st.sampled_from([CPUAccelerator(), GPUAccelerator(), 3]))
+        )
+    for name in ("devices", "gpus", "num_processes", "num_nodes"):
+        if draw(st.booleans()):
+            out[name] = draw(DEVICE_VALUES)
+    if draw(st.booleans()):
+        out["strategy"] = draw(st.one_of(NAMES, training_types()))
+    if draw(st.booleans()):
+        out["plugins"] = draw(st.lists(st.one_of(
+            NAMES.filter(lambda n: n is not None), training_types(),
+            st.sampled_from([LocalEnvironment({}), PrecisionPlugin(), DoublePrecisionPlugin(),
+                             MixedPrecisionPlugin("bf16-mixed"), object()]),
+        ), max_size=2))  # fmt: skip
+    if draw(st.booleans()):
+        out["precision"] = draw(
+            st.sampled_from([32, 64, 16, "bf16", "16-mixed", 32.0, "8", True, None])
+        )
+    if draw(st.booleans()):
+        out["sync_batchnorm"] = draw(st.sampled_from([True, False, "yes", 1, None]))
+    return out
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flags=flags(),
+    gpus=st.integers(0, 2),
+    env=environments(),
+    interactive=st.booleans(),
+)
+def test_a_plan_that_runs_or_a_clear_error(
+    flags: dict[str, Any], gpus: int, env: dict[str, str], interactive: bool
+) -> None:
+    made = Flags.of(**flags)
+    probe = make_probe(gpus=gpus, env=env, interactive=interactive)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            connector = AcceleratorConnector(made, probe)
+    except MisconfigurationError as err:
+        event("refused")
+        assert_good_message(str(err), f"{made.call()}: ")
+        return
+    event(f"planned {connector.plan.training_type.value} / {connector.plan.launcher.value}")
+    assert_plan_is_what_runs(connector)
+    assert connector.plan.explain().startswith(f"plan for {made.call()}")
+
+
+@st.composite
+def plausible_flags(draw: st.DrawFn) -> dict[str, Any]:
+    """What users mostly write: most of these resolve, so the plans themselves get checked."""
+    pick = draw
+    out: dict[str, Any] = {
+        "accelerator": pick(
+            st.sampled_from([None, "cpu", "auto", "ddp_cpu", "ddp", "ddp_spawn", "gpu"])
+        ),
+        # mostly one device flag, as users write them
+        pick(st.sampled_from(["devices", "devices", "gpus", "num_processes"])): pick(
+            st.sampled_from([None, 1, 2, 3, "2", "auto", -1, [0], [0, 1]])
+        ),
+        "num_nodes": pick(st.sampled_from([None, None, 1, 2])),
+        "precision": pick(st.sampled_from([None, 32, 64, "bf16"])),
+        "sync_batchnorm": pick(st.sampled_from([None, True])),
+    }
+    plugin = pick(st.sampled_from([
+        None, "ddp", "ddp_spawn", "ddp_find_unused_parameters_false", "single_device",
+        DDPPlugin(), DDPSpawnPlugin(find_unused_parameters=False), DDPPlugin(num_nodes=2),
+        DDPPlugin(parallel_devices=[torch.device("cpu")] * 2), DDPPlugin(static_graph=True),
+    ]))  # fmt: skip
+    if plugin is not None:
+        out[pick(st.sampled_from(["strategy", "plugins"]))] = plugin
+    return {k: v for k, v in out.items() if v is not None}
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flags=plausible_flags(),
+    gpus=st.integers(0, 2),
+    env=st.sampled_from(
+        [{}, TORCHRUN, SRUN, NODE1, CHILD, {"PL_TORCH_DISTRIBUTED_BACKEND": "gloo"}]
+    ),
+)
+def test_plausible_flags_plan_what_runs_also_when_an_instance_is_reused(
+    flags: dict[str, Any], gpus: int, env: dict[str, str]
+) -> None:
+    probe = make_probe(gpus=gpus, env=env)
+    connectors = []
+    for _ in range(2):  # the same flags (and plugin objects) for a second Trainer
+        made = Flags.of(**flags)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                connectors.append(AcceleratorConnector(made, probe))
+        except MisconfigurationError as err:
+            event("refused")
+            assert_good_message(str(err), f"{made.call()}: ")
+            return
+    event(f"planned {connectors[0].plan.training_type.value} / {connectors[0].plan.launcher.value}")
+    for connector in connectors:
+        assert_plan_is_what_runs(connector)
+    first, second = (c.built.training_type for c in connectors)
+    assert first is not second  # never one object for two Trainers
+    assert connectors[0].plan.world_size == connectors[1].plan.world_size
