@@ -3,6 +3,7 @@ a fit from a worker thread that then exits, and 1.x's find_unused_parameters def
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import threading
@@ -72,8 +73,14 @@ def test_a_second_spawn_stage_does_not_need_the_first_stages_port(tmp_path: Path
     first = int((tmp_path / "fit.port").read_text())
     # Someone takes the freed port before the next stage: the next stage must not need it.
     with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", first))
-        squatter.listen(1)
+        # The first stage's connections may linger in TIME_WAIT; the squatter may still bind.
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            squatter.bind(("127.0.0.1", first))
+            squatter.listen(1)
+        except OSError as err:  # another process uses the port already: just as taken
+            if err.errno != errno.EADDRINUSE:
+                raise
         result = trainer.validate(model, _loader())
     assert int((tmp_path / "validate.port").read_text()) != first
     assert "val_loss" in result[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ddpkit.errors import RankFailure
 from ddpkit.launchers.handles import RankHandle
@@ -156,33 +157,45 @@ def end_all(
     failures: list[RankFailure] = []
     for h in sorted(handles, key=lambda h: (h is not root, h.rank)):
         code = h.poll()
-        assert code is not None
         record = record_of(h.rank) if code != 0 else None
-        if h is root and record is not None and record.kind in ("exception", "peer_loss"):
-            note = raised(record)
-            if h.rank not in ended_by_us:
-                note += f" (exit code {code})"
-        elif h is root and record is not None and record.note:
-            note = record.note
-        elif h is root and h.rank in ended_by_us:
-            note = f"never arrived and did not answer the stall alarm; ended by ddpkit {reason}"
-        elif h.rank in killed:
-            note = f"did not end within {grace:g} s of SIGTERM; killed by ddpkit (SIGKILL) {reason}"
-        elif h.rank in ended_by_us:
-            note = f"ended by ddpkit (SIGTERM) {reason}"
-        elif record is not None and record.note:
-            note = record.note
-        elif code == 0:
-            note = "had already finished (exit code 0)"
-        else:
-            note = ""
+        fate = _Fate(reason, grace, ended=h.rank in ended_by_us, killed=h.rank in killed)
         failures.append(
             RankFailure(
                 rank=h.rank,
                 pid=h.pid,
                 exitcode=code,
                 traceback=record.traceback if (record is not None and h is root) else "",
-                note=note,
+                note=fate.note(h is root, record, code),
             )
         )
     return failures
+
+
+@dataclass(frozen=True)
+class _Fate:
+    """How one rank ended, in words."""
+
+    reason: str
+    grace: float
+    ended: bool  # ddpkit sent it SIGTERM
+    killed: bool  # and then SIGKILL
+
+    def note(self, root: bool, record: ErrorRecord | None, code: int | None) -> str:
+        if root and record is not None and record.kind in ("exception", "peer_loss"):
+            return raised(record) if self.ended else f"{raised(record)} (exit code {code})"
+        if root and record is not None and record.note:
+            return record.note
+        if root and self.ended:
+            return (
+                f"never arrived and did not answer the stall alarm; ended by ddpkit {self.reason}"
+            )
+        if self.killed:
+            return (
+                f"did not end within {self.grace:g} s of SIGTERM; killed by ddpkit (SIGKILL) "
+                f"{self.reason}"
+            )
+        if self.ended:
+            return f"ended by ddpkit (SIGTERM) {self.reason}"
+        if record is not None and record.note:
+            return record.note
+        return "had already finished (exit code 0)" if code == 0 else ""

@@ -32,12 +32,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ddpkit.errors import ChildFailedError, LaunchError, MisconfigurationError
-from ddpkit.launchers.ending import GRACE_SECONDS, POLL_SECONDS, STALL_GATHER_SECONDS, first_failure
-from ddpkit.launchers.env import rank_env
-from ddpkit.launchers.handles import PopenHandle, RankHandle
+from ddpkit.errors import ChildFailedError, LaunchError
+from ddpkit.launchers.ending import POLL_SECONDS, first_failure
+from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
+from ddpkit.launchers.handles import PopenHandle
 from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
 from ddpkit.launchers.report import first_line
+from ddpkit.launchers.script_watch import ChildWatch
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import (
@@ -47,7 +48,6 @@ from ddpkit.launchers.supervisor import (
     RankZeroFailed,
     Supervisor,
 )
-from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
 from ddpkit.ranks.lifeline import preexec_for_rank
@@ -67,27 +67,11 @@ def _is_consequence(exc: BaseException) -> bool:
     return isinstance(exc, StageAbort) or is_peer_loss(exc)
 
 
-def require_rendezvous(env: LocalEnvironment, per_node: int, num_nodes: int) -> None:
-    """Several nodes without a scheduler meet at MASTER_ADDR:MASTER_PORT: without those
-    variables the other nodes would wait forever, so nothing starts."""
-    missing = [k for k in RENDEZVOUS_VARIABLES if k not in env.env]
-    if num_nodes <= 1 or not missing:
-        return
-    raise MisconfigurationError(
-        f"Trainer(devices={per_node}, num_nodes={num_nodes}) without torchrun or SLURM: each "
-        f"of the {num_nodes} machines starts its {per_node} rank(s) and all "
-        f"{num_nodes} × {per_node} = {num_nodes * per_node} meet at MASTER_ADDR:MASTER_PORT, "
-        f"but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set here. Fix: on "
-        f"every machine run `MASTER_ADDR=<node 0's address> MASTER_PORT=<free port on node "
-        f"0> NODE_RANK=<0..{num_nodes - 1}> python script.py ...` (NODE_RANK=0 on node 0)."
-    )
-
-
 class ScriptJob:
     """The children of this script and their supervision; see the module docstring."""
 
-    def __init__(self, plugin: DDPPlugin, env: LocalEnvironment, command: list[str]) -> None:
-        require_rendezvous(env, plugin.num_processes, plugin.num_nodes)
+    def __init__(self, plugin: DDPPlugin, command: list[str]) -> None:
+        env = launchable_environment(plugin)
         self.num_processes = plugin.num_processes
         self.world_size = plugin.world_size
         self.node_rank = plugin.node_rank
@@ -105,7 +89,7 @@ class ScriptJob:
             # the store: the port is never free in between, a busy MASTER_PORT fails here (before
             # there is a child to orphan), and on one machine nothing listens beyond loopback.
             if self.node_rank == 0:
-                self.host = StoreHost.bind(env.requested_port(), local_only=plugin.all_ranks_local)
+                self.host = StoreHost.bind(requested_port(env), local_only=plugin.all_ranks_local)
                 port = self.host.port
             else:
                 port = env.main_port()
@@ -122,7 +106,8 @@ class ScriptJob:
         self._previous_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.at_exit)
-        self._watcher = threading.Thread(target=self._supervise, name="ddpkit-watch", daemon=True)
+        watch = ChildWatch(self, self.record_of)
+        self._watcher = threading.Thread(target=watch.run, name="ddpkit-watch", daemon=True)
         self._watcher.start()
 
     # -- start ----------------------------------------------------------------------------------
@@ -173,7 +158,7 @@ class ScriptJob:
     def record_of(self, rank: int) -> ErrorRecord | None:
         return None if self.tmpdir is None else read_error_file(self._file(rank, "json"))
 
-    def _stages_of(self, rank: int) -> int:
+    def stages_of(self, rank: int) -> int:
         """How many stages a child has started (it says so in its stage file)."""
         try:
             return int(self._file(rank, "stages").read_text() or 0)
@@ -289,80 +274,6 @@ class ScriptJob:
         line = self.rank_zero.line(how)
         return ChildFailedError([root, line, *error.failures[1:]], what=error.what)
 
-    # -- the supervisor thread ------------------------------------------------------------------
-
-    def _supervise(self) -> None:
-        sup = self.supervisor
-        early_exit_since: float | None = None
-        while not sup.claimed:
-            signum = self.signals.wait(POLL_SECONDS)
-            if signum is not None and self.signals.installed:
-                if sup.conclude(Interrupted(signum)):
-                    self._unwind_stage()
-                return
-            failed = first_failure(sup.handles, self.record_of) or self._silent_after_stall()
-            if failed is not None:
-                if sup.conclude(ChildFailed(failed)):
-                    self._unwind_stage()
-                return
-            exited = [h for h in sup.handles if h.poll() is not None]
-            if exited and len(exited) == len(sup.handles) and not self.interrupter.armed:
-                return  # every child finished its script
-            if exited and self.interrupter.armed and self.rank_zero.stall is None:
-                # A child that finished its script while rank zero is in a stage never joins
-                # it: at once if it never started this stage, after the grace period if it did
-                # (the very end of a stage may race with a fast child's exit).
-                early_exit_since = early_exit_since or time.monotonic()
-                never_started = self._stages_of(exited[0].rank) < self.stages
-                waited = time.monotonic() - early_exit_since > GRACE_SECONDS
-                if (never_started or waited) and sup.conclude(ChildFailed(exited[0])):
-                    self._unwind_stage()
-                    return
-            else:
-                early_exit_since = None
-            ahead = [h for h in sup.handles if self._stages_of(h.rank) > self.stages]
-            if self.exiting and ahead:
-                self._stage_without_rank_zero(ahead[0])
-                return
-
-    def _stage_without_rank_zero(self, ahead: RankHandle) -> None:
-        n = self._stages_of(ahead.rank)
-        rank = self.rank_zero.rank
-        note = (
-            f"started its stage #{n} after rank {rank}'s script had ended with {self.stages}: "
-            f"every rank must make the same Trainer calls (a call under "
-            f"`if not trainer.is_global_zero:` runs on the other ranks only)"
-        )
-        self.supervisor.conclude(
-            ChildFailed(ahead, note=note, rank_zero_note="this process; its script ended")
-        )
-
-    def _unwind_stage(self) -> None:
-        """Unwind rank zero's stage; if it cannot be (a C call that never returns), report and
-        end this process after the grace period."""
-        if self.interrupter.interrupt(GRACE_SECONDS):
-            return
-        error = self.supervisor.error
-        if error is not None:
-            sys.stderr.write(f"ddpkit: {error}\n")
-        sys.stderr.write(
-            f"ddpkit: rank {self.rank_zero.rank}'s main thread did not return within "
-            f"{GRACE_SECONDS:g} s (it is inside a call that cannot be interrupted); ending this "
-            f"process.\n"
-        )
-        sys.stderr.flush()
-        self.close()
-        signum = self.supervisor.interrupted
-        os._exit(128 + signum if signum is not None else 1)
-
-    def _silent_after_stall(self) -> RankHandle | None:
-        """A child that has not answered the stall alarm long after rank zero did: it never
-        arrived, and is stuck where even its watchdog thread cannot run."""
-        since = self.rank_zero.stall_at
-        if since is None or time.monotonic() - since < STALL_GATHER_SECONDS:
-            return None
-        return next((h for h in self.supervisor.handles if h.poll() is None), None)
-
     def on_rank_zero_stall(self, report: StallReport) -> None:
         """Rank zero's stall handler (in its watchdog thread): record the report. The children
         answer the same alarm and exit; the supervisor sees that and makes the report, with a
@@ -409,14 +320,12 @@ class ScriptJob:
 _job: ScriptJob | None = None
 
 
-def job_for(
-    plugin: DDPPlugin, env: LocalEnvironment, command: Callable[[], list[str]]
-) -> ScriptJob:
+def job_for(plugin: DDPPlugin, command: Callable[[], list[str]]) -> ScriptJob:
     """This script's job: started by its first launch; every later launch must ask for the same
     ranks (the children re-run the whole script)."""
     global _job
     if _job is None:
-        _job = ScriptJob(plugin, env, command())
+        _job = ScriptJob(plugin, command())
         return _job
     if (_job.num_processes, _job.world_size) != (plugin.num_processes, plugin.world_size):
         raise LaunchError(

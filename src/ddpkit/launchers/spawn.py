@@ -24,13 +24,11 @@ from typing import Any, TypeVar
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.ending import POLL_SECONDS, first_failure
-from ddpkit.launchers.env import rank_env
+from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
 from ddpkit.launchers.handles import ProcessHandle
-from ddpkit.launchers.script_job import require_rendezvous
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
-from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
@@ -112,6 +110,15 @@ def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock
         raise
 
 
+def _result(path: Path) -> Any:
+    """Rank zero's return value; None when rank zero ran on another node."""
+    if not path.exists():
+        return None
+    import torch
+
+    return torch.load(path, weights_only=False)
+
+
 class _ResourceTracker:
     """multiprocessing's resource tracker, a helper process that spawn starts on first use and
     that otherwise lingers until the launching process exits (and a moment after). Started by
@@ -143,14 +150,7 @@ class SpawnLauncher(Launcher):
 
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
         check_main_guard()
-        env = self.plugin.cluster_environment
-        if not isinstance(env, LocalEnvironment):
-            raise LaunchError(
-                f"the spawn launcher starts ranks on this machine, but the training type's "
-                f"environment is {env!r}. Fix: pass a LocalEnvironment, or let the connector "
-                f"choose."
-            )
-        require_rendezvous(env, self.plugin.num_processes, self.plugin.num_nodes)
+        env = launchable_environment(self.plugin)
         payload = self._pickle(fn, args)
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
         sweep_stale_dirs()
@@ -174,7 +174,7 @@ class SpawnLauncher(Launcher):
                 # Bound before any rank starts and handed open to rank 0's store: no window for
                 # another process to take the port, and a busy MASTER_PORT fails before a rank
                 # exists. Loopback only when every rank is on this machine.
-                host = StoreHost.bind(env.requested_port(), local_only=self.plugin.all_ranks_local)
+                host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
             port = host.port if host is not None else env.main_port()
             with signals:
                 start_in_lifetime_thread(
@@ -184,13 +184,7 @@ class SpawnLauncher(Launcher):
                     host.close()  # rank 0 inherited its own descriptor at start
                     host = None
                 self._supervise(supervisor, signals)
-            result_file = tmpdir / "result.pt"
-            if not result_file.exists():
-                return None  # type: ignore[return-value]  # rank 0 ran on another node
-            import torch
-
-            result: R = torch.load(result_file, weights_only=False)
-            return result
+            return _result(tmpdir / "result.pt")  # type: ignore[no-any-return]
         finally:
             # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
             # the handlers), no rank outlives it and nothing is left on disk.

@@ -33,7 +33,6 @@ from typing import Any, TypeVar
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.script_job import job_for
-from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.utilities.script import has_script
 
@@ -70,13 +69,6 @@ class SubprocessLauncher(Launcher):
         self.plugin = plugin
 
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
-        env = self.plugin.cluster_environment
-        if not isinstance(env, LocalEnvironment):
-            raise LaunchError(
-                f"the subprocess launcher starts ranks on this machine, but the training type's "
-                f"environment is {env!r}. Fix: pass a LocalEnvironment, or let the connector "
-                f"choose."
-            )
-        job = job_for(self.plugin, env, child_command)
+        job = job_for(self.plugin, child_command)
         stage = str(args[0]) if args else "fit"
         return job.run(self.plugin, stage, fn, args)

@@ -13,7 +13,7 @@ import ddpkit
 from ddpkit import Trainer
 from ddpkit.connector import AcceleratorConnector, Flags, resolve
 from ddpkit.errors import MisconfigurationError
-from ddpkit.launchers.script_job import require_rendezvous
+from ddpkit.launchers.env import require_rendezvous
 from ddpkit.plugins.environments import LocalEnvironment
 from ddpkit.testing import make_probe
 

@@ -1,13 +1,31 @@
-"""Distributed data parallel: one process per device, gradients all-reduced every step."""
+"""Distributed data parallel: one process per device, gradients all-reduced every step.
+
+The user's process is rank 0 of its node; see :class:`ddpkit.launchers.SubprocessLauncher` for
+the exact child command and environment. Under torchrun or srun, nothing is launched: every rank
+was started by them.
+
+Keyword options go to :class:`torch.nn.parallel.DistributedDataParallel`
+(``find_unused_parameters``, ``static_graph``, ``gradient_as_bucket_view`` and any other of its
+keyword arguments). ``find_unused_parameters`` defaults to True, as ``DDPPlugin`` did in
+Lightning 1.x (``strategy="ddp"`` builds one with False, 2.x's default).
+``process_group_backend`` overrides the accelerator's default (gloo on CPU, nccl on GPU).
+
+``timeout`` (a ``timedelta`` or seconds; default 30 minutes) is the stall timeout: when a rank has
+waited that long in a collective (a backward all-reduce, a barrier, a metric sync) for a rank
+that never arrived, every rank dumps the Python stack of each of its threads, the report names the
+rank that never arrived, and every rank ends. The process group's own timeout is set 30 s longer,
+as a backstop for collectives ddpkit does not see.
+
+When every rank runs on this machine, nothing listens beyond loopback: the rendezvous store serves
+on a socket the launcher bound to 127.0.0.1, and gloo's connections are made on the loopback
+interface (unless ``GLOO_SOCKET_IFNAME`` says otherwise).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import datetime
 import itertools
-import os
-import re
-import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -16,12 +34,14 @@ import torch.distributed as dist
 
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
-from ddpkit.plugins.training_type.base import TrainingTypePlugin, _flag, plugin_call
-from ddpkit.plugins.training_type.ddp_options import (
-    DEFAULT_TIMEOUT,
-    check_backend,
-    check_ddp_kwargs,
-    check_timeout,
+from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
+from ddpkit.plugins.training_type.process_group import (
+    COLLECTIVE_SLACK,
+    add_unused_parameters_hint,
+    all_reduce,
+    init_process_group,
+    start_watchdog,
 )
 from ddpkit.ranks.protocol import rank_stage
 from ddpkit.ranks.rendezvous import Rendezvous, host_for
@@ -31,37 +51,11 @@ __all__ = ["DDPPlugin"]
 
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
-_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
-#: a collective waits this much longer than the stall timeout: the stall watchdog, which dumps
-#: every rank's stack and names the rank that never arrived, always acts first
-COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
-#: torch's error when a parameter took no part in the loss and DDP waits for its gradient
-_UNUSED_PARAMETERS = re.compile(r"Expected to have finished reduction in the prior iteration")
 
 
 class DDPPlugin(TrainingTypePlugin):
-    """DDP whose other ranks are **subprocesses that re-run the user's command line**.
-
-    The user's process is rank 0 of its node; see :class:`ddpkit.launchers.SubprocessLauncher`
-    for the exact child command and environment. Under torchrun or srun, nothing is launched:
-    every rank was started by them.
-
-    Keyword options go to :class:`torch.nn.parallel.DistributedDataParallel`
-    (``find_unused_parameters``, ``static_graph``, ``gradient_as_bucket_view`` and any other of
-    its keyword arguments). ``find_unused_parameters`` defaults to True, as ``DDPPlugin`` did in
-    Lightning 1.x (``strategy="ddp"`` builds one with False, 2.x's default).
-    ``process_group_backend`` overrides the accelerator's default (gloo on CPU, nccl on GPU).
-
-    ``timeout`` (a ``timedelta`` or seconds; default 30 minutes) is the stall timeout: when a
-    rank has waited that long in a collective (a backward all-reduce, a barrier, a metric sync)
-    for a rank that never arrived, every rank dumps the Python stack of each of its threads, the
-    report names the rank that never arrived, and every rank ends. The process group's own
-    timeout is set 30 s longer, as a backstop for collectives ddpkit does not see.
-
-    When every rank runs on this machine, nothing listens beyond loopback: the rendezvous store
-    serves on a socket the launcher bound to 127.0.0.1, and gloo's connections are made on the
-    loopback interface (unless ``GLOO_SOCKET_IFNAME`` says otherwise).
-    """
+    """DDP whose other ranks are **subprocesses that re-run the user's command line** (see the
+    module docstring for the options, the stall timeout and what listens where)."""
 
     name: ClassVar[str] = "ddp"
 
@@ -80,25 +74,18 @@ class DDPPlugin(TrainingTypePlugin):
         **ddp_kwargs: Any,
     ) -> None:
         super().__init__(parallel_devices, num_nodes, cluster_environment, sync_batchnorm)
-        options = {
-            "find_unused_parameters": find_unused_parameters,
-            "static_graph": static_graph,
-            "gradient_as_bucket_view": gradient_as_bucket_view,
-            "timeout": timeout,
-            "process_group_backend": process_group_backend,
+        o = DDPOptions.check(
+            type(self).__name__,
+            find_unused_parameters=find_unused_parameters,
+            static_graph=static_graph,
+            gradient_as_bucket_view=gradient_as_bucket_view,
+            timeout=timeout,
+            process_group_backend=process_group_backend,
             **ddp_kwargs,
-        }
-        call = plugin_call(type(self).__name__, options)
-        self.find_unused_parameters: bool = _flag(
-            call, "find_unused_parameters", find_unused_parameters
         )
-        self.static_graph: bool = _flag(call, "static_graph", static_graph)
-        self.gradient_as_bucket_view: bool = _flag(
-            call, "gradient_as_bucket_view", gradient_as_bucket_view
-        )
-        self.timeout = check_timeout(call, timeout)
-        self.process_group_backend = check_backend(call, process_group_backend)
-        self.ddp_kwargs = check_ddp_kwargs(call, ddp_kwargs)
+        self.find_unused_parameters, self.static_graph = o.find_unused_parameters, o.static_graph
+        self.gradient_as_bucket_view, self.timeout = o.gradient_as_bucket_view, o.timeout
+        self.process_group_backend, self.ddp_kwargs = o.process_group_backend, o.ddp_kwargs
         self._reset_run_state()
 
     def _reset_run_state(self) -> None:
@@ -113,10 +100,7 @@ class DDPPlugin(TrainingTypePlugin):
 
     @property
     def _env(self) -> ClusterEnvironment:
-        env = self.cluster_environment
-        if env is None:
-            raise RuntimeError(f"{type(self).__name__} is used before a Trainer connected it")
-        return env
+        return self._connected().cluster_environment
 
     @property
     def _ranks_from_environment(self) -> bool:
@@ -197,30 +181,31 @@ class DDPPlugin(TrainingTypePlugin):
         # Lightning 1.x told the environment its ranks here; a 1.x environment may rely on it.
         env.set_global_rank(self.global_rank)
         env.set_world_size(self.world_size)
-        with _gloo_on_loopback(self.all_ranks_local and self.backend == "gloo"):
-            self._init_process_group()
-        self._owns_process_group = True
-        self._start_watchdog()
-
-    def _init_process_group(self) -> None:
         timeout = self.stall_timeout + COLLECTIVE_SLACK
-        env = self._env
-        if self._ranks_from_environment and {"MASTER_ADDR", "MASTER_PORT"} <= env.env.keys():
-            # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
-            # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
-            dist.init_process_group(
-                self.backend, rank=self.global_rank, world_size=self.world_size, timeout=timeout
+        # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
+        # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
+        env_init = self._ranks_from_environment and {"MASTER_ADDR", "MASTER_PORT"} <= env.env.keys()
+        store = None
+        if not env_init:
+            store = self._rendezvous_of_stage().store(
+                is_server=self.global_rank == 0, world_size=self.world_size, timeout=timeout
             )
-            return
-        store = self._rendezvous_of_stage().store(
-            is_server=self.global_rank == 0, world_size=self.world_size, timeout=timeout
-        )
-        dist.init_process_group(
+        init_process_group(
             self.backend,
-            store=dist.PrefixStore(f"ddpkit/stage{self._stage}/", store),  # type: ignore[attr-defined]
             rank=self.global_rank,
             world_size=self.world_size,
             timeout=timeout,
+            store=store,
+            prefix=f"ddpkit/stage{self._stage}/",
+            loopback=self.all_ranks_local,
+        )
+        self._owns_process_group = True
+        self._watchdog = start_watchdog(
+            rank=self.global_rank,
+            world_size=self.world_size,
+            timeout=self.stall_timeout,
+            stage=self._stage,
+            on_stall=self._on_stall,
         )
 
     def _rendezvous_of_stage(self) -> Rendezvous:
@@ -232,24 +217,6 @@ class DDPPlugin(TrainingTypePlugin):
         # binds it once for the life of the process); the others connect.
         host = host_for(port, local_only=self.all_ranks_local) if self.global_rank == 0 else None
         return Rendezvous(address, port, host)
-
-    def _start_watchdog(self) -> None:
-        if self.world_size < 2:
-            return
-        # The process group's own store connection, already made: a new one could reach rank
-        # 0 after its store has gone (a stage without collectives ends at once there) and wait
-        # out the store timeout. TCPStore serializes its operations, so a thread may share it.
-        store = dist.distributed_c10d._get_default_store()
-        restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        self._watchdog = StallWatchdog(
-            rank=self.global_rank,
-            world_size=self.world_size,
-            timeout=self.stall_timeout.total_seconds(),
-            store=lambda: store,
-            prefix=f"ddpkit/stall/{restart}/{self._stage}/",
-            on_stall=self._on_stall,
-        )
-        self._watchdog.start()
 
     def collective(self, where: str) -> contextlib.AbstractContextManager[Any]:
         """Wrap one collective, so that the stall watchdog sees this rank waiting in it."""
@@ -283,16 +250,13 @@ class DDPPlugin(TrainingTypePlugin):
     def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
         if not dist.is_initialized():
             return tensor
-        op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
-        out = tensor.detach().clone().to(self.root_device)
-        # gloo has no AVG: sum, then divide.
-        if reduce_op == "mean" and not out.is_floating_point():
-            out = out.float()
-        with self.collective("all_reduce"):
-            dist.all_reduce(out, op=op)
-        if reduce_op == "mean":
-            out = out / self.world_size
-        return out
+        return all_reduce(
+            tensor,
+            reduce_op,
+            world_size=self.world_size,
+            device=self.root_device,
+            collective=self.collective,
+        )
 
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
         if not dist.is_initialized():
@@ -311,18 +275,8 @@ class DDPPlugin(TrainingTypePlugin):
         return out
 
     def on_exception(self, exc: BaseException) -> None:
-        if (
-            isinstance(exc, RuntimeError)
-            and not self.find_unused_parameters
-            and _UNUSED_PARAMETERS.search(str(exc))
-        ):
-            exc.add_note(
-                f"ddpkit: the model has parameters that took no part in producing the loss of "
-                f"training_step, and {self!r} does not look for them. If that is intended, "
-                f"pass strategy='ddp_find_unused_parameters_true' (or "
-                f"{type(self).__name__}(find_unused_parameters=True)); else use every "
-                f"parameter in the loss."
-            )
+        if not self.find_unused_parameters:
+            add_unused_parameters_hint(exc, self)
 
     def teardown(self) -> None:
         if self._watchdog is not None:
@@ -337,9 +291,7 @@ class DDPPlugin(TrainingTypePlugin):
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
-        state = self.__dict__.copy()
-        state.update(_rendezvous=None, _on_stall=None, _watchdog=None)
-        return state
+        return {**self.__dict__, "_rendezvous": None, "_on_stall": None, "_watchdog": None}
 
     def __repr__(self) -> str:
         opts = [f"find_unused_parameters={self.find_unused_parameters}"]
@@ -350,31 +302,3 @@ class DDPPlugin(TrainingTypePlugin):
         if self.process_group_backend is not None:
             opts.append(f"process_group_backend={self.process_group_backend!r}")
         return f"{type(self).__name__}({', '.join(opts)})"
-
-
-@contextlib.contextmanager
-def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
-    """While the process group is made: gloo's listening sockets on the loopback interface.
-
-    gloo otherwise listens on the address the host name resolves to, often the machine's LAN
-    address, with no authentication. It reads ``GLOO_SOCKET_IFNAME`` when the group is created,
-    so the variable is set for that moment only and the user's environment is left as it was.
-    A value the user set wins.
-    """
-    loopback = _loopback_interface() if enabled else None
-    if loopback is None or "GLOO_SOCKET_IFNAME" in os.environ:
-        yield
-        return
-    os.environ["GLOO_SOCKET_IFNAME"] = loopback
-    try:
-        yield
-    finally:
-        del os.environ["GLOO_SOCKET_IFNAME"]
-
-
-def _loopback_interface() -> str | None:
-    try:
-        names = {name for _, name in socket.if_nameindex()}
-    except OSError:
-        return None
-    return next((name for name in ("lo", "lo0") if name in names), None)

@@ -1,0 +1,120 @@
+"""The supervisor thread of rank zero's job: polls the children while rank zero runs its
+stages, and hands what it sees to the job's :class:`~ddpkit.launchers.supervisor.Supervisor`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Protocol
+
+from ddpkit.launchers.ending import (
+    GRACE_SECONDS,
+    POLL_SECONDS,
+    STALL_GATHER_SECONDS,
+    RecordOf,
+    first_failure,
+)
+from ddpkit.launchers.handles import RankHandle
+from ddpkit.launchers.interrupter import StageInterrupter
+from ddpkit.launchers.signals import SignalFlag
+from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
+
+__all__ = ["ChildWatch", "WatchedJob"]
+
+
+class WatchedJob(Protocol):
+    """What the watch reads of the job it watches."""
+
+    supervisor: Supervisor
+    signals: SignalFlag
+    interrupter: StageInterrupter
+    rank_zero: RankZero
+    #: the stages rank zero has started
+    stages: int
+    #: rank zero's script has ended (its atexit runs)
+    exiting: bool
+
+    def stages_of(self, rank: int) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class ChildWatch:
+    """Polls the children of ``job`` until the job ends; see :meth:`run`."""
+
+    def __init__(self, job: WatchedJob, record_of: RecordOf) -> None:
+        self.job = job
+        self.record_of = record_of
+
+    def run(self) -> None:
+        sup = self.job.supervisor
+        early_exit_since: float | None = None
+        while not sup.claimed:
+            signum = self.job.signals.wait(POLL_SECONDS)
+            if signum is not None and self.job.signals.installed:
+                if sup.conclude(Interrupted(signum)):
+                    self._unwind_stage()
+                return
+            failed = first_failure(sup.handles, self.record_of) or self._silent_after_stall()
+            if failed is not None:
+                if sup.conclude(ChildFailed(failed)):
+                    self._unwind_stage()
+                return
+            exited = [h for h in sup.handles if h.poll() is not None]
+            if exited and len(exited) == len(sup.handles) and not self.job.interrupter.armed:
+                return  # every child finished its script
+            if exited and self.job.interrupter.armed and self.job.rank_zero.stall is None:
+                # A child that finished its script while rank zero is in a stage never joins
+                # it: at once if it never started this stage, after the grace period if it did
+                # (the very end of a stage may race with a fast child's exit).
+                early_exit_since = early_exit_since or time.monotonic()
+                never_started = self.job.stages_of(exited[0].rank) < self.job.stages
+                waited = time.monotonic() - early_exit_since > GRACE_SECONDS
+                if (never_started or waited) and sup.conclude(ChildFailed(exited[0])):
+                    self._unwind_stage()
+                    return
+            else:
+                early_exit_since = None
+            ahead = [h for h in sup.handles if self.job.stages_of(h.rank) > self.job.stages]
+            if self.job.exiting and ahead:
+                self._stage_without_rank_zero(ahead[0])
+                return
+
+    def _stage_without_rank_zero(self, ahead: RankHandle) -> None:
+        n = self.job.stages_of(ahead.rank)
+        rank = self.job.rank_zero.rank
+        note = (
+            f"started its stage #{n} after rank {rank}'s script had ended with {self.job.stages}: "
+            f"every rank must make the same Trainer calls (a call under "
+            f"`if not trainer.is_global_zero:` runs on the other ranks only)"
+        )
+        self.job.supervisor.conclude(
+            ChildFailed(ahead, note=note, rank_zero_note="this process; its script ended")
+        )
+
+    def _unwind_stage(self) -> None:
+        """Unwind rank zero's stage; if it cannot be (a C call that never returns), report and
+        end this process after the grace period."""
+        if self.job.interrupter.interrupt(GRACE_SECONDS):
+            return
+        error = self.job.supervisor.error
+        if error is not None:
+            sys.stderr.write(f"ddpkit: {error}\n")
+        sys.stderr.write(
+            f"ddpkit: rank {self.job.rank_zero.rank}'s main thread did not return within "
+            f"{GRACE_SECONDS:g} s (it is inside a call that cannot be interrupted); ending this "
+            f"process.\n"
+        )
+        sys.stderr.flush()
+        self.job.close()
+        signum = self.job.supervisor.interrupted
+        os._exit(128 + signum if signum is not None else 1)
+
+    def _silent_after_stall(self) -> RankHandle | None:
+        """A child that has not answered the stall alarm long after rank zero did: it never
+        arrived, and is stuck where even its watchdog thread cannot run."""
+        since = self.job.rank_zero.stall_at
+        if since is None or time.monotonic() - since < STALL_GATHER_SECONDS:
+            return None
+        return next((h for h in self.job.supervisor.handles if h.poll() is None), None)

@@ -1,0 +1,146 @@
+"""The process group of a DDP stage: making it (on loopback when every rank is local), its stall
+watchdog, and the collectives that need more than one torch call."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import re
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ddpkit.ranks.stall import StallReport, StallWatchdog
+
+__all__ = [
+    "COLLECTIVE_SLACK",
+    "add_unused_parameters_hint",
+    "all_reduce",
+    "init_process_group",
+    "start_watchdog",
+]
+
+#: a collective waits this much longer than the stall timeout: the stall watchdog, which dumps
+#: every rank's stack and names the rank that never arrived, always acts first
+COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
+_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
+#: torch's error when a parameter took no part in the loss and DDP waits for its gradient
+_UNUSED_PARAMETERS = re.compile(r"Expected to have finished reduction in the prior iteration")
+
+
+def add_unused_parameters_hint(exc: BaseException, plugin: object) -> None:
+    """Name the fix on torch's error for a parameter that took no part in the loss."""
+    if isinstance(exc, RuntimeError) and _UNUSED_PARAMETERS.search(str(exc)):
+        exc.add_note(
+            f"ddpkit: the model has parameters that took no part in producing the loss of "
+            f"training_step, and {plugin!r} does not look for them. If that is intended, "
+            f"pass strategy='ddp_find_unused_parameters_true' (or "
+            f"{type(plugin).__name__}(find_unused_parameters=True)); else use every parameter "
+            f"in the loss."
+        )
+
+
+def init_process_group(
+    backend: str,
+    *,
+    rank: int,
+    world_size: int,
+    timeout: datetime.timedelta,
+    store: Any,
+    prefix: str,
+    loopback: bool,
+) -> None:
+    """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
+    apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
+    with _gloo_on_loopback(loopback and backend == "gloo"):
+        if store is None:
+            dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
+            return
+        dist.init_process_group(
+            backend,
+            store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+            rank=rank,
+            world_size=world_size,
+            timeout=timeout,
+        )
+
+
+def start_watchdog(
+    *,
+    rank: int,
+    world_size: int,
+    timeout: datetime.timedelta,
+    stage: int,
+    on_stall: Callable[[StallReport], None] | None,
+) -> StallWatchdog | None:
+    """The stall watchdog of this stage (none for a single rank), started."""
+    if world_size < 2:
+        return None
+    # The process group's own store connection, already made: a new one could reach rank 0
+    # after its store has gone (a stage without collectives ends at once there) and wait out
+    # the store timeout. TCPStore serializes its operations, so a thread may share it.
+    store = dist.distributed_c10d._get_default_store()
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    watchdog = StallWatchdog(
+        rank=rank,
+        world_size=world_size,
+        timeout=timeout.total_seconds(),
+        store=lambda: store,
+        prefix=f"ddpkit/stall/{restart}/{stage}/",
+        on_stall=on_stall,
+    )
+    watchdog.start()
+    return watchdog
+
+
+def all_reduce(
+    tensor: torch.Tensor,
+    reduce_op: str,
+    *,
+    world_size: int,
+    device: torch.device,
+    collective: Callable[[str], contextlib.AbstractContextManager[Any]],
+) -> torch.Tensor:
+    """``reduce_op`` ("sum", "mean", "max", "min") of ``tensor`` over every rank; a new tensor."""
+    op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
+    out = tensor.detach().clone().to(device)
+    # gloo has no AVG: sum, then divide.
+    if reduce_op == "mean" and not out.is_floating_point():
+        out = out.float()
+    with collective("all_reduce"):
+        dist.all_reduce(out, op=op)
+    if reduce_op == "mean":
+        out = out / world_size
+    return out
+
+
+@contextlib.contextmanager
+def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
+    """While the process group is made: gloo's listening sockets on the loopback interface.
+
+    gloo otherwise listens on the address the host name resolves to, often the machine's LAN
+    address, with no authentication. It reads ``GLOO_SOCKET_IFNAME`` when the group is created,
+    so the variable is set for that moment only and the user's environment is left as it was.
+    A value the user set wins.
+    """
+    loopback = _loopback_interface() if enabled else None
+    if loopback is None or "GLOO_SOCKET_IFNAME" in os.environ:
+        yield
+        return
+    os.environ["GLOO_SOCKET_IFNAME"] = loopback
+    try:
+        yield
+    finally:
+        del os.environ["GLOO_SOCKET_IFNAME"]
+
+
+def _loopback_interface() -> str | None:
+    try:
+        names = {name for _, name in socket.if_nameindex()}
+    except OSError:
+        return None
+    return next((name for name in ("lo", "lo0") if name in names), None)
