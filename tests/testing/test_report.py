@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from ddpkit.testing.child import ProcessRecord
 from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.report import distributed_reports, judge, standalone_reports
 from ddpkit.testing.supervise import JobEnd, ProcessEnd
+from ddpkit.testing.worker import ProcessRecord
 
 SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
 
