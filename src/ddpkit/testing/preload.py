@@ -168,11 +168,14 @@ def _forget_broken(before: Collection[str]) -> None:
 
 
 def preload(
-    names: Iterable[str], per_test: Collection[str], per_test_prefixes: tuple[str, ...]
+    names: Iterable[str],
+    per_test: Collection[str],
+    per_test_prefixes: tuple[str, ...],
+    into: Preloaded | None = None,
 ) -> Preloaded:
     """Import ``names`` in order under the guards of the module docstring; stop at the first
-    import that makes a fork unsafe."""
-    result = Preloaded()
+    import that makes a fork unsafe. ``into``: add to what an earlier call preloaded."""
+    result = Preloaded() if into is None else into
     real = os.environ
     guarded = _GuardedEnviron(real, per_test, per_test_prefixes)
     baseline = _native_threads()
@@ -198,6 +201,6 @@ def preload(
     finally:
         guarded.active = False
         os.environ = real  # noqa: B003
-    result.reads = guarded.reads
+    result.reads |= guarded.reads
     result.loaded = len(sys.modules)
     return result

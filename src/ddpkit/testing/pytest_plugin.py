@@ -21,9 +21,11 @@ See docs/testing.md.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -101,18 +103,43 @@ def _say(config: pytest.Config) -> Callable[[str], None]:
     return say
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the zygote when this session will run an isolated test (it preloads while the
-    tests before it run)."""
-    config = session.config
+def _warm(config: pytest.Config) -> WarmStart | None:
+    """The session's warm start, where it may start a zygote."""
     warm = config.stash.get(_WARM, None)
     if warm is None or config.option.collectonly or runner.fresh_by_option(config):
+        return None
+    return warm
+
+
+_MARKED = re.compile(rb"mark\.(standalone|distributed)\b")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """A test file that marks a test standalone or distributed (read before pytest imports it)
+    starts the zygote, which preloads torch while the collection goes on."""
+    warm = _warm(parent.config)
+    if warm is None or file_path.suffix != ".py":
+        return
+    try:
+        marked = _MARKED.search(file_path.read_bytes()) is not None
+    except OSError:
+        return
+    if marked:
+        warm.early(os.environ)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Isolated tests will run: the zygote preloads what the collection imported. None: no
+    zygote."""
+    warm = _warm(session.config)
+    if warm is None:
         return
     if not any(runner.isolation_of(item) is not None for item in session.items):
+        warm.close()
         return
-    plugins = [p.__name__ for p in config.pluginmanager.get_plugins()
+    plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
                if isinstance(p, types.ModuleType)]  # fmt: skip
-    warm.prewarm(candidates(dict(sys.modules), plugins), os.environ)
+    warm.collected(candidates(dict(sys.modules), plugins), os.environ)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,9 +1,11 @@
 """The session's warm start: which zygote a test's processes are forked from, or why they start
 as fresh interpreters.
 
-The zygote is started once collection is over (it preloads while the first tests run) with what
-the test modules imported (:func:`ddpkit.testing.preload.candidates`), and kept until the session
-ends. Before each isolated test:
+The zygote is started as soon as collection meets a test file that marks a test standalone or
+distributed (it imports torch and pytest while the collection goes on), and told after
+collection what the test modules imported (:func:`ddpkit.testing.preload.candidates`); it is
+kept until the session ends, and ended at once when no isolated test was collected. Before each
+isolated test:
 
 - a test that asks for a fresh interpreter (``fresh_interpreter=True``, ``--ddpkit-fresh-
   interpreter``, ``ddpkit_fresh_interpreter = true``) gets one;
@@ -24,7 +26,10 @@ from pathlib import Path
 
 from ddpkit.testing.zygote import Zygote, ZygoteError
 
-__all__ = ["WarmStart", "zygote_environment"]
+__all__ = ["EARLY", "WarmStart", "zygote_environment"]
+
+#: What the zygote preloads while the collection runs.
+EARLY = ("torch", "torch.distributed", "pytest")
 
 #: How long a test waits for the zygote to preload (torch alone takes seconds on a busy machine).
 READY_SECONDS = 120.0
@@ -58,10 +63,20 @@ class WarmStart:
         self._off: str | None = None
         self.last_reason: str | None = None
 
-    def prewarm(self, names: Sequence[str], env: Mapping[str, str]) -> None:
-        """Start the zygote now (it preloads while other tests run)."""
-        self._names = list(names)
-        self._start(env)
+    def early(self, env: Mapping[str, str]) -> None:
+        """Start the zygote with :data:`EARLY` now, if it has not been started."""
+        if self._starts == 0:
+            self._names = list(EARLY)
+            self._start(env)
+
+    def collected(self, names: Sequence[str], env: Mapping[str, str]) -> None:
+        """Isolated tests will run: preload ``names`` (what the collection imported) too."""
+        self._names = list(dict.fromkeys([*self._names, *names]))
+        if self._zygote is None:
+            if self._off is None:
+                self._start(env)
+        else:
+            self._zygote.extend(names)
 
     def _start(self, env: Mapping[str, str]) -> None:
         self.close()

@@ -8,6 +8,8 @@ import) once per pytest session and forks one clean process per rank per test.
                                                      that a fork is safe, gc.freeze()
                                  <--- ready -----    what it preloaded, left, read, or why a
                                                      fork is unsafe
+      zygote.extend(names)       --- preload --->    the same, for more modules
+                                 <--- ready -----
       zygote.fork(ForkRequest)   --- request --->    fork(): the child runs the test
                 (+ descriptors)                      (ddpkit.testing.worker.run_forked)
                                  <--- started ---    its pid
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ddpkit.testing.preload import preload
+from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.supervise import die_with_parent_hook, tail
 from ddpkit.testing.worker import (
     PER_TEST_PREFIXES,
@@ -130,6 +132,8 @@ class Zygote:
         self._forked: set[int] = set()
         self._next_id = 0
         self._closed = False
+        self._loads_asked = 1  # the list it was started with
+        self._loads_done = 0
 
     @classmethod
     def start(cls, names: Sequence[str], env: Mapping[str, str], cwd: Path) -> Zygote:
@@ -169,6 +173,7 @@ class Zygote:
 
     def _dispatch(self, message: Mapping[str, Any]) -> None:
         if "ready" in message:
+            self._loads_done += 1
             self.info = ZygoteInfo(
                 pid=self.proc.pid,
                 loaded=int(message["loaded"]),
@@ -219,10 +224,20 @@ class Zygote:
     def exit_code(self, pid: int) -> int | None:
         return self._exits.get(pid)
 
+    def extend(self, names: Sequence[str]) -> None:
+        """Have the zygote preload more modules (those the collection imported, after a start
+        with a few while it ran); :meth:`ready` waits for them too."""
+        try:
+            self.sock.send(json.dumps({"preload": list(names)}).encode())
+        except OSError:
+            self._lost()
+            return
+        self._loads_asked += 1
+
     def ready(self, timeout: float) -> ZygoteInfo:
         """Wait until the zygote has preloaded; :class:`ZygoteError` if it cannot."""
         deadline = time.monotonic() + timeout
-        while self.info is None:
+        while self.info is None or self._loads_done < self._loads_asked:
             if not self.alive:
                 raise ZygoteError(self._death())
             if time.monotonic() >= deadline:
@@ -243,7 +258,7 @@ class Zygote:
             raise ZygoteError(self._death())
         ident = self._next_id
         self._next_id += 1
-        payload = json.dumps({"id": ident, "request": request.to_json()}).encode()
+        payload = json.dumps({"fork": ident, "request": request.to_json()}).encode()
         try:
             socket.send_fds(self.sock, [payload], list(fds))
         except OSError as err:
@@ -277,6 +292,8 @@ class _Server:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.result = Preloaded()
+        self.started = time.monotonic()
         self.children: set[int] = set()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -288,6 +305,27 @@ class _Server:
             self.sock.send(json.dumps(message).encode())
         except OSError:
             self.shutdown()
+
+    def load(self, names: Sequence[str]) -> None:
+        """Preload ``names`` and say what this zygote now holds (or why it cannot fork)."""
+        preload(names, PER_TEST_VARIABLES, PER_TEST_PREFIXES, into=self.result)
+        # Frozen objects are left alone by every later collection: the forks' collections
+        # stay small and do not write to (and so copy) the zygote's pages.
+        gc.collect()
+        gc.freeze()
+        result = self.result
+        self.send(
+            {
+                "ready": True,
+                "loaded": result.loaded,
+                "left": result.left,
+                "reads": sorted(result.reads),
+                "hazard": result.hazard,
+                "seconds": time.monotonic() - self.started,
+            }
+        )
+        if result.hazard is not None:
+            self.shutdown()  # the parent will not fork from here
 
     def serve(self) -> tuple[ForkRequest, list[int], int]:
         """Serve until the parent closes the socket. Returns only in a forked child: the
@@ -306,6 +344,9 @@ class _Server:
             if not raw:
                 self.shutdown()
             message = json.loads(raw)
+            if "preload" in message:
+                self.load(message["preload"])
+                continue
             request = ForkRequest.from_json(message["request"])
             zygote = os.getpid()
             pid = os.fork()
@@ -315,7 +356,7 @@ class _Server:
             for fd in fds:
                 os.close(fd)
             self.children.add(pid)
-            self.send({"started": message["id"], "pid": pid})
+            self.send({"started": message["fork"], "pid": pid})
 
     def _become_child(self) -> None:
         signal.set_wakeup_fd(-1)
@@ -350,24 +391,7 @@ def main() -> None:
     """The zygote process (``python -c BOOT``)."""
     sock = socket.socket(fileno=int(os.environ.pop(ENV_FD)))
     names = json.loads(Path(os.environ.pop(ENV_PRELOAD)).read_text())
-    started = time.monotonic()
-    result = preload(names, PER_TEST_VARIABLES, PER_TEST_PREFIXES)
-    # Frozen objects are left alone by every later collection: the forks' collections stay
-    # small and do not write to (and so copy) the zygote's pages.
-    gc.collect()
-    gc.freeze()
     server = _Server(sock)
-    server.send(
-        {
-            "ready": True,
-            "loaded": result.loaded,
-            "left": result.left,
-            "reads": sorted(result.reads),
-            "hazard": result.hazard,
-            "seconds": time.monotonic() - started,
-        }
-    )
-    if result.hazard is not None:
-        server.shutdown()  # the parent will not fork from here
+    server.load(names)
     request, fds, zygote = server.serve()
     run_forked(request, fds, zygote)
