@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Literal
 import pytest
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.launchers.scratch import make_private_dir
 from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 from ddpkit.testing.markers import (
     DistributedSpec,
@@ -212,7 +212,8 @@ def _reports(item: pytest.Item, warm: WarmStart | None) -> list[Any]:
     except MisconfigurationError as err:
         return failed_reports(item, "setup", str(err))
     assert spec is not None
-    directory = Path(tempfile.mkdtemp(prefix="ddpkit-test-"))  # mode 0700
+    # 0700, named for this process: if it is SIGKILLed, the next launch's sweep removes it.
+    directory = make_private_dir()
     try:
         (directory / "tmp").mkdir()  # the processes' PYTEST_DEBUG_TEMPROOT
         launch = _Launch(item, directory, _zygote_of(item, spec, warm))

@@ -35,7 +35,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ddpkit.launchers.scratch import make_private_dir
 from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.supervise import die_with_parent_hook, tail
 from ddpkit.testing.worker import (
@@ -138,7 +138,8 @@ class Zygote:
     @classmethod
     def start(cls, names: Sequence[str], env: Mapping[str, str], cwd: Path) -> Zygote:
         """Start a zygote that preloads ``names`` with ``env``; :meth:`ready` waits for it."""
-        directory = Path(tempfile.mkdtemp(prefix="ddpkit-zygote-"))  # mode 0700
+        # 0700, named for this process: if it is SIGKILLed, the next launch's sweep removes it.
+        directory = make_private_dir()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _MAX_MESSAGE)
