@@ -94,35 +94,6 @@ def test_fit(tmp_path, i):
     trainer.fit(Tiny(), data)
 """
 
-MPTC_TRAIN = """
-import torch
-import torch.distributed as tdist
-from torch.nn.parallel import DistributedDataParallel
-from torch.testing._internal.common_distributed import MultiProcessTestCase
-
-class Tests(MultiProcessTestCase):
-    @property
-    def world_size(self):
-        return 2
-
-    def setUp(self):
-        super().setUp()
-        self._spawn_processes()
-
-    def _body(self):
-        store = tdist.FileStore(self.file_name, self.world_size)
-        tdist.init_process_group("gloo", store=store, rank=self.rank, world_size=2)
-        model = DistributedDataParallel(torch.nn.Linear(8, 1))
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for _ in range(4):
-            loss = torch.nn.functional.mse_loss(model(torch.randn(8, 8)), torch.randn(8, 1))
-            opt.zero_grad(); loss.backward(); opt.step()
-        tdist.destroy_process_group()
-
-for i in range({n}):
-    setattr(Tests, f"test_{{i}}", lambda self: self._body())
-"""
-
 BASE = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
 PLUGIN = ["-p", "ddpkit.testing.pytest_plugin"]
 
@@ -134,7 +105,6 @@ def write_files(root: Path, n: int) -> None:
     mptc_body = "\n".join("    " + line for line in body.splitlines())
     (root / "test_mptc.py").write_text(MPTC.format(n=n, body=mptc_body))
     (root / "test_alone.py").write_text(STANDALONE.format(n=n))
-    (root / "test_mptc_train.py").write_text(MPTC_TRAIN.format(n=n))
 
 
 def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
@@ -161,7 +131,6 @@ def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
         "standalone/ddpkit, fresh interpreters": [
             [*PYTEST, *PLUGIN, "--ddpkit-fresh-interpreter", at("test_alone.py")]
         ],
-        "standalone/MultiProcessTestCase": [[*PYTEST, at("test_mptc_train.py")]],
         "standalone/python -m pytest <id> per test": [
             [*fresh_env, *PYTEST, at("test_alone.py") + f"::test_fit[{i}]"] for i in range(n)
         ],
@@ -233,8 +202,8 @@ def section(raw: dict[str, Any]) -> str:
         f"commands (interpreter start included), median (min–max) over rounds, contenders "
         f"interleaved. **distributed**: a 2-rank gloo test doing one `all_reduce`. "
         f"**standalone**: a test whose `Trainer(num_processes=2, plugins=[DDPPlugin()])` fits "
-        f"a `Linear(8, 1)` for 4 steps (for MultiProcessTestCase: the same model in "
-        f"`DistributedDataParallel` in each spawned rank). `python -m pytest <id> per test`: one "
+        f"a `Linear(8, 1)` for 4 steps (MultiProcessTestCase has no such test: its ranks are the "
+        f"test's own processes). `python -m pytest <id> per test`: one "
         f"session per test id, as Lightning's standalone script runs them.",
         "",
         "| workload | contender | wall | per test | ddpkit / this |",
