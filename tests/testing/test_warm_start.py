@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.scratch import PREFIX, sweep_stale_dirs
+from ddpkit.ranks.scratch import PREFIX, sweep_stale_dirs
 from ddpkit.testing.warm import WarmStart
 from ddpkit.testing.worker import ForkRequest
 from ddpkit.utilities import procs

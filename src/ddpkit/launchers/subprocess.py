@@ -35,11 +35,8 @@ from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.script_job import job_for
 from ddpkit.plugins.environments.local import LocalEnvironment
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-    """The command line that started this process, re-runnable from any working directory.
-    Refused for a pytest session (rank 1 would run every test again) unless ddpkit's pytest
-    plugin started this process for one test."""
-    check_not_a_pytest_session()
-    if not has_script():
+from ddpkit.utilities.pytest_session import check_not_a_pytest_session
+from ddpkit.utilities.script import has_script
 
 __all__ = ["SubprocessLauncher", "child_command"]
 
@@ -47,17 +44,11 @@ R = TypeVar("R")
 
 
 def child_command() -> list[str]:
-<<<<<<< HEAD
-    """The command line that started this process, re-runnable from any working directory."""
-    if not has_script():
-=======
     """The command line that started this process, re-runnable from any working directory.
     Refused for a pytest session (rank 1 would run every test again) unless ddpkit's pytest
     plugin started this process for one test."""
     check_not_a_pytest_session()
-    main = sys.modules.get("__main__")
-    if main is None or not getattr(main, "__file__", None) or hasattr(sys, "ps1"):
->>>>>>> 3a3c9c5 (launchers: DDPPlugin refuses to re-run a pytest session (rank 1 would run every test again) before any rank starts, naming -p ddpkit.testing.pytest_plugin and @pytest.mark.standalone)
+    if not has_script():
         raise LaunchError(
             "DDPPlugin re-runs the script for the other ranks, but this session has no script "
             "to re-run (an interactive shell, a notebook or `python -c`). "

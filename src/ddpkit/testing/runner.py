@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.launchers.scratch import make_private_dir
+from ddpkit.ranks.scratch import make_private_dir
 from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 from ddpkit.testing.markers import (
     DistributedSpec,

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ddpkit.launchers.scratch import make_private_dir
+from ddpkit.ranks.scratch import make_private_dir
 from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.supervise import die_with_parent_hook, tail
 from ddpkit.testing.worker import (
