@@ -216,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     plot_name = None
     if not args.no_plot and report.plot(summary, out / "ratios.png"):
         plot_name = "ratios.png"
-    (out / "RESULTS.md").write_text(report.markdown(summary, meta, plot_name))
+    results = out / "RESULTS.md"
+    # The tests workload's section (python -m bench.tests) is its own: kept as it was.
+    kept = report.tests_section(results.read_text()) if results.exists() else ""
+    text = report.markdown(summary, meta, plot_name)
+    results.write_text(text + ("\n" + kept if kept else ""))
     print(
         f"wrote {out / 'RESULTS.md'}: {measuring:.0f} s of runs, {meta['seconds']:.0f} s in all",
         flush=True,

@@ -242,7 +242,9 @@ def _config_order(name: str) -> tuple[int, int, int, str]:
     base = mode.replace("+on", "")
     return (
         ("mlp", "tiny").index(workload) if workload in ("mlp", "tiny") else 9,
-        ("single", "ddp", "spawn").index(base) if base in ("single", "ddp", "spawn") else 9,
+        ("single", "ddp", "spawn", "forkserver").index(base)
+        if base in ("single", "ddp", "spawn", "forkserver")
+        else 9,
         ("raw", "ddpkit", "lightning").index(contender),
         mode,
     )
@@ -414,3 +416,24 @@ def plot(s: Summary, path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+TESTS_BEGIN = "<!-- bench.tests: written by `python -m bench.tests` -->"
+TESTS_END = "<!-- /bench.tests -->"
+
+
+def tests_section(text: str) -> str:
+    """The section ``python -m bench.tests`` wrote into ``text`` ('' when there is none)."""
+    start, end = text.find(TESTS_BEGIN), text.find(TESTS_END)
+    if start < 0 or end < start:
+        return ""
+    return text[start : end + len(TESTS_END)] + "\n"
+
+
+def with_section(text: str, section: str) -> str:
+    """``text`` with its tests section replaced by ``section`` (appended if it had none)."""
+    old = tests_section(text)
+    block = f"{TESTS_BEGIN}\n{section}{TESTS_END}\n"
+    if old:
+        return text.replace(old, block)
+    return text.rstrip("\n") + "\n\n" + block

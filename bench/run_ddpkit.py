@@ -3,6 +3,7 @@
     python -m bench.run_ddpkit --workload mlp --mode single   # Trainer(devices=1)
     python -m bench.run_ddpkit --workload mlp --mode ddp      # DDPPlugin: subprocess ranks
     python -m bench.run_ddpkit --workload mlp --mode spawn    # DDPSpawnPlugin: spawned ranks
+    python -m bench.run_ddpkit --workload mlp --mode forkserver  # DDPSpawnPlugin(start_method=...)
 
 ``--features off`` (the default) turns the progress bar, the logger and checkpointing off, as the
 Lightning runner does; ``--features on`` leaves them at their defaults.
@@ -77,6 +78,11 @@ def main() -> None:
         "single": {"accelerator": "cpu", "devices": 1},
         "ddp": {"accelerator": "cpu", "devices": WORLD_SIZE, "strategy": "ddp"},
         "spawn": {"accelerator": "cpu", "devices": WORLD_SIZE, "strategy": "ddp_spawn"},
+        "forkserver": {
+            "accelerator": "cpu",
+            "devices": WORLD_SIZE,
+            "strategy": ddpkit.DDPSpawnPlugin(start_method="forkserver"),
+        },
     }[args.mode]
     on = args.features == "on"
     root = args.root or os.path.join(tempfile.gettempdir(), "ddpkit-bench")

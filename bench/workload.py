@@ -173,7 +173,7 @@ def parse_args(argv: list[str] | None = None) -> Any:
 
     p = argparse.ArgumentParser()
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="mlp")
-    p.add_argument("--mode", choices=("single", "ddp", "spawn"), default="single")
+    p.add_argument("--mode", choices=("single", "ddp", "spawn", "forkserver"), default="single")
     p.add_argument("--features", choices=("off", "on"), default="off")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--warmup", type=int, default=None)

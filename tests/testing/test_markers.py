@@ -62,7 +62,7 @@ def test_distributed_errors_name_the_marker_and_the_value(
     [
         ((), {"timeout": "10"}, r"standalone\(timeout='10'\): timeout must be a positive number"),
         ((), {"timeout": 0}, r"got 0\. Fix: timeout=60"),
-        ((1, 2), {}, r"standalone\(1, 2\): takes one argument, timeout"),
+        ((1, 2), {}, r"standalone\(1, 2\): only timeout may be positional"),
         ((), {"world_size": 2}, r"unknown argument world_size\. Fix: use timeout"),
     ],
 )

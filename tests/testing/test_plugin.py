@@ -223,6 +223,39 @@ def test_a_trainer_with_ddpplugin_runs_in_a_standalone_test(
     assert len({rank0[3], rank1[3], other[1]}) == 3
 
 
+TRAP = """
+    def test_fit_without_the_marker(tmp_path):
+        with open(RECORD, "a") as fh:
+            fh.write(f"ran {{os.getpid()}}\\n")
+        fit(Tiny(), tmp_path)
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_ddpplugin_test_under_a_plain_session_fails_before_any_rank_starts(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    write(pytester, "test_trap", (DDP + TRAP).format(record=str(record)))
+    # Plain pytest, ddpkit's plugin not loaded: rank 1 would re-run the whole session.
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=220)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *LaunchError: DDPPlugin starts the other ranks by re-running this process's "
+            "command line, and this process is a pytest session (python -m*pytest *): every "
+            "other rank would run the whole session again. Fix: load ddpkit's pytest plugin (-p "
+            "ddpkit.testing.pytest_plugin) and mark the test @pytest.mark.standalone: each rank "
+            "then re-runs that one test."
+        ]
+    )
+    # The plugin loaded, the marker missing: the fix is the marker.
+    result = pytester.runpytest_subprocess(*PLUGIN, timeout=220)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E * Fix: mark the test @pytest.mark.standalone: ddpkit's *"])
+    assert len(record.read_text().splitlines()) == 2  # once per session: no rank re-ran it
+
+
 HANGS = """
     if "RANK" in os.environ:  # a rank of the distributed test
         with open(RECORD, "a") as fh:

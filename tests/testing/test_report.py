@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from ddpkit.testing.child import ProcessRecord
 from ddpkit.testing.markers import DistributedSpec
-from ddpkit.testing.report import distributed_reports, judge, standalone_reports
+from ddpkit.testing.report import distributed_reports, standalone_reports
+from ddpkit.testing.rootcause import judge
 from ddpkit.testing.supervise import JobEnd, ProcessEnd
+from ddpkit.testing.worker import ProcessRecord
 
 SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
 
@@ -96,7 +97,7 @@ def test_a_skip_is_relayed_with_its_reason(item: pytest.Item) -> None:
 
 def test_the_rank_that_failed_first_is_the_root_cause(item: pytest.Item) -> None:
     end = job(
-        proc(0, failed("E   RuntimeError: Connection closed by peer", stop=20.0), exitcode=1),
+        proc(0, failed("E   AssertionError: rank zero is off", stop=20.0), exitcode=1),
         proc(1, failed("E   ValueError: rank one exploded", stop=10.0), exitcode=1),
     )
     text = text_of(distributed_reports(item, SPEC, end, deserialize))
@@ -106,7 +107,83 @@ def test_the_rank_that_failed_first_is_the_root_cause(item: pytest.Item) -> None
     assert text.index("--- rank 1 (pid 1001): failed in call (root cause) ---") < text.index(
         "--- rank 0 (pid 1000): failed in call ---"
     )
-    assert "rank one exploded" in text and "Connection closed by peer" in text
+    assert "rank one exploded" in text and "rank zero is off" in text
+
+
+LOST = "E   RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer [::1]:5"
+
+
+def test_a_rank_whose_collective_lost_its_peer_is_a_consequence_even_when_it_failed_first(
+    item: pytest.Item,
+) -> None:
+    end = job(
+        proc(0, failed(LOST + "\n" + "torch source\n" * 70, stop=5.0), exitcode=1),
+        proc(1, failed("E   ValueError: rank one exploded", stop=10.0), exitcode=1),
+    )
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert text.startswith(
+        "distributed test failed on 1 of 2 ranks (and on 1 more as a consequence) (world_size=2, "
+        "backend=gloo); root cause: rank 1."
+    )
+    assert "--- rank 1 (pid 1001): failed in call (root cause) ---\nE   ValueError" in text
+    assert text.endswith(
+        "--- rank 0 (pid 1000): failed in call, a consequence: its collective lost a peer ---\n"
+        f"    {LOST}"
+    )  # one line, not the 70 of torch's source
+
+
+IN_BARRIER = """Current thread 0x1 (most recent call first):
+  File "/venv/site-packages/torch/distributed/distributed_c10d.py", line 4900 in barrier
+  File "/venv/site-packages/torch/distributed/c10d_logger.py", line 81 in wrapper
+  File "/t/test_hang.py", line 9 in test_hang"""
+SLEEPING = """Current thread 0x2 (most recent call first):
+  File "/t/test_hang.py", line 7 in test_hang
+  File "/venv/site-packages/_pytest/python.py", line 166 in pytest_pyfunc_call"""
+
+
+@pytest.mark.parametrize("sleeper", [0, 1])
+def test_on_a_timeout_the_rank_outside_every_collective_is_the_root_cause(
+    item: pytest.Item, sleeper: int
+) -> None:
+    stacks = [IN_BARRIER, IN_BARRIER]
+    stacks[sleeper] = SLEEPING
+    end = job(
+        *(proc(r, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=stacks[r])
+          for r in (0, 1)),
+        timed_out=True,
+    )  # fmt: skip
+    waiter = 1 - sleeper
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert text.startswith(
+        "distributed test timed out after 7 s (world_size=2, backend=gloo); ddpkit ended every "
+        f"rank. Root cause: rank {sleeper}.\nRank {sleeper} was not inside a collective "
+        f"(test_hang.py:7 in test_hang) while the others waited in one for it (rank {waiter} in "
+        "barrier)."
+    )
+    assert (
+        f"--- rank {sleeper} (pid {1000 + sleeper}): still running at the timeout, outside any "
+        "collective (test_hang.py:7 in test_hang); ended by ddpkit (root cause) ---"
+    ) in text
+    assert (
+        f"--- rank {waiter} (pid {1000 + waiter}): waiting in barrier at the timeout; ended by "
+        "ddpkit ---"
+    ) in text
+
+
+def test_on_a_timeout_with_every_rank_in_a_collective_the_mismatch_is_named(
+    item: pytest.Item,
+) -> None:
+    all_reduce = IN_BARRIER.replace("in barrier", "in all_reduce")
+    end = job(
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=all_reduce),
+        proc(1, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=IN_BARRIER),
+        timed_out=True,
+    )
+    text = text_of(distributed_reports(item, SPEC, end, deserialize))
+    assert (
+        "Root cause: rank 0.\nEvery rank was inside a collective (rank 0 in all_reduce, rank 1 in "
+        "barrier): they do not call the same collectives in the same order."
+    ) in text
 
 
 def test_a_rank_that_never_arrived_is_named_first_on_a_timeout(item: pytest.Item) -> None:

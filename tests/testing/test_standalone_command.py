@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_command
+from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_args, pytest_command
 
 
 @pytest.mark.parametrize(
@@ -65,19 +65,19 @@ def test_node_argument_has_an_absolute_file_part() -> None:
 
 
 def test_pytest_command() -> None:
-    command = pytest_command(
+    args = pytest_args(
         node="/repo/t.py::test_a",
         rootdir=Path("/repo"),
         inifile=Path("/repo/pyproject.toml"),
         forwarded=["-p", "mine"],
         xdist=True,
     )
-    assert command == [
+    assert pytest_command(args) == [
         sys.executable, "-m", "pytest", "--rootdir=/repo", "--config-file=/repo/pyproject.toml",
         "-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "--capture=tee-sys",
         "-n", "0", "-p", "mine", "/repo/t.py::test_a",
     ]  # fmt: skip
-    bare = pytest_command(
+    bare = pytest_args(
         node="/r/t.py::test_a", rootdir=Path("/r"), inifile=None, forwarded=[], xdist=False
     )
     assert "-n" not in bare

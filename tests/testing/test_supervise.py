@@ -11,8 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from ddpkit.testing.child import ENV_DIR
 from ddpkit.testing.supervise import Job, condensed_stacks, tail
+from ddpkit.testing.worker import ENV_DIR
 from ddpkit.utilities import procs
 
 # What IsolatedProcess.start() and the plugin's reporter do, without importing ddpkit (and torch).

@@ -84,9 +84,12 @@ def _is_main_test(test: ast.expr) -> bool:
     )
 
 
-def _spawned_rank(payload_file: str, env: dict[str, str], result_file: str, sock: Any) -> None:
-    """The body of each spawned rank."""
-    parent = int(env[ENV_PARENT_PID])
+def _spawned_rank(
+    payload_file: str, env: dict[str, str], result_file: str, sock: Any, served: bool = False
+) -> None:
+    """The body of each spawned rank (``served``: forked by the forkserver)."""
+    # A forkserver's rank is the server's child; the server ends when the launcher does.
+    parent = os.getppid() if served else int(env[ENV_PARENT_PID])
     # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
     # ending the group also ends the rank's own children (data-loader workers).
     os.setpgid(0, 0)
@@ -117,6 +120,18 @@ def _result(path: Path) -> Any:
     import torch
 
     return torch.load(path, weights_only=False)
+
+
+def _context(start_method: str) -> Any:
+    """The multiprocessing context of ``start_method``. ``forkserver``: a server that imported
+    torch, ddpkit and the main module once forks each rank (it lives as long as this process, so
+    a later stage's ranks start at once); the preload applies when it is first started."""
+    import torch.multiprocessing as mp
+
+    ctx: Any = mp.get_context(start_method)
+    if start_method == "forkserver":
+        ctx.set_forkserver_preload(["__main__", "torch", "torch.distributed", "ddpkit"])
+    return ctx
 
 
 class _ResourceTracker:
@@ -212,9 +227,7 @@ class SpawnLauncher(Launcher):
         port: int,
         host: StoreHost | None,
     ) -> None:
-        import torch.multiprocessing as mp
-
-        ctx: Any = mp.get_context(self.plugin.start_method)
+        ctx = _context(self.plugin.start_method)
         node_rank, per_node = self.plugin.node_rank, self.plugin.num_processes
         for local_rank in range(per_node):
             rank = node_rank * per_node + local_rank
@@ -235,6 +248,7 @@ class SpawnLauncher(Launcher):
                     child_env,
                     str(tmpdir / "result.pt"),
                     host.sock if (host is not None and rank == 0) else None,
+                    self.plugin.start_method == "forkserver",
                 ),
                 name=f"ddpkit-rank{rank}",
             )

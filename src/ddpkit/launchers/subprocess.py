@@ -34,6 +34,7 @@ from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.script_job import job_for
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.utilities.pytest_session import check_not_a_pytest_session
 from ddpkit.utilities.script import has_script
 
 __all__ = ["SubprocessLauncher", "child_command"]
@@ -42,7 +43,10 @@ R = TypeVar("R")
 
 
 def child_command() -> list[str]:
-    """The command line that started this process, re-runnable from any working directory."""
+    """The command line that started this process, re-runnable from any working directory.
+    Refused for a pytest session (rank 1 would run every test again) unless ddpkit's pytest
+    plugin started this process for one test."""
+    check_not_a_pytest_session()
     if not has_script():
         raise LaunchError(
             "DDPPlugin re-runs the script for the other ranks, but this session has no script "

@@ -18,14 +18,15 @@ __all__ = [
 ]
 
 STANDALONE_HELP = (
-    "standalone(timeout=None): run the test in a fresh interpreter of its own "
-    "(python -m pytest <node id>), e.g. when its Trainer uses DDPPlugin; timeout in seconds "
-    "(default: the suite's pytest-timeout) ends the whole process tree (ddpkit.testing)"
+    "standalone(timeout=None, fresh_interpreter=False): run the test in a process of its own "
+    "(pytest <node id>, forked warm, or a fresh interpreter with fresh_interpreter=True), e.g. "
+    "when its Trainer uses DDPPlugin; timeout in seconds (default: the suite's pytest-timeout) "
+    "ends the whole process tree (ddpkit.testing)"
 )
 DISTRIBUTED_HELP = (
-    "distributed(world_size=2, backend='gloo', timeout=None): run the test on world_size fresh "
-    "ranks with a process group already initialized; the dist fixture gives rank, world_size "
-    "and device (ddpkit.testing)"
+    "distributed(world_size=2, backend='gloo', timeout=None, fresh_interpreter=False): run the "
+    "test on world_size new ranks with a process group already initialized; the dist fixture "
+    "gives rank, world_size and device (ddpkit.testing)"
 )
 
 _BACKENDS = ("gloo", "nccl")
@@ -35,6 +36,8 @@ _BACKENDS = ("gloo", "nccl")
 class StandaloneSpec:
     timeout: float | None = None
     """Seconds before the test's whole process tree is ended; None: the suite's timeout."""
+    fresh_interpreter: bool = False
+    """Start the test's process as a fresh interpreter, not as a fork of the warm start."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +48,8 @@ class DistributedSpec:
     """The process group's backend: gloo (CPU) or nccl (one GPU per rank)."""
     timeout: float | None = None
     """Seconds before every rank is ended; None: the suite's timeout."""
+    fresh_interpreter: bool = False
+    """Start each rank as a fresh interpreter, not as a fork of the warm start."""
 
 
 def _call(name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
@@ -62,6 +67,14 @@ def _timeout(call: str, value: Any) -> float | None:
     return float(value)
 
 
+def _flag(call: str, name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise MisconfigurationError(
+            f"{call}: {name} must be True or False, got {value!r}. Fix: {name}=True."
+        )
+    return value
+
+
 def _unknown(call: str, kwargs: Mapping[str, Any], known: Sequence[str]) -> None:
     extra = sorted(set(kwargs) - set(known))
     if extra:
@@ -74,17 +87,23 @@ def _unknown(call: str, kwargs: Mapping[str, Any], known: Sequence[str]) -> None
 def standalone_spec(args: Sequence[Any], kwargs: Mapping[str, Any]) -> StandaloneSpec:
     """``@pytest.mark.standalone(...)`` as a spec (``args``/``kwargs`` of the marker)."""
     call = _call("standalone", args, kwargs)
-    _unknown(call, kwargs, ("timeout",))
+    _unknown(call, kwargs, ("timeout", "fresh_interpreter"))
     if len(args) > 1 or (args and "timeout" in kwargs):
-        raise MisconfigurationError(f"{call}: takes one argument, timeout. Fix: timeout=60.")
-    return StandaloneSpec(timeout=_timeout(call, args[0] if args else kwargs.get("timeout")))
+        raise MisconfigurationError(
+            f"{call}: only timeout may be positional. Fix: "
+            f"@pytest.mark.standalone(timeout=60, fresh_interpreter=False)."
+        )
+    return StandaloneSpec(
+        timeout=_timeout(call, args[0] if args else kwargs.get("timeout")),
+        fresh_interpreter=_flag(call, "fresh_interpreter", kwargs.get("fresh_interpreter", False)),
+    )
 
 
 def distributed_spec(args: Sequence[Any], kwargs: Mapping[str, Any]) -> DistributedSpec:
     """``@pytest.mark.distributed(...)`` as a spec; ``world_size`` may be the one positional
     argument."""
     call = _call("distributed", args, kwargs)
-    _unknown(call, kwargs, ("world_size", "backend", "timeout"))
+    _unknown(call, kwargs, ("world_size", "backend", "timeout", "fresh_interpreter"))
     if len(args) > 1 or (args and "world_size" in kwargs):
         raise MisconfigurationError(
             f"{call}: only world_size may be positional. Fix: "
@@ -102,7 +121,10 @@ def distributed_spec(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Distribu
             f"Fix: backend='gloo' on CPU, backend='nccl' with one GPU per rank."
         )
     return DistributedSpec(
-        world_size=world_size, backend=backend, timeout=_timeout(call, kwargs.get("timeout"))
+        world_size=world_size,
+        backend=backend,
+        timeout=_timeout(call, kwargs.get("timeout")),
+        fresh_interpreter=_flag(call, "fresh_interpreter", kwargs.get("fresh_interpreter", False)),
     )
 
 

@@ -6,23 +6,35 @@ Load it with ``-p ddpkit.testing.pytest_plugin`` or ``pytest_plugins =
 - an autouse fixture that destroys any process group a test left (``--ddpkit-strict-leaks``
   or ini ``ddpkit_strict_leaks = true``: the test fails for it) and fails a test that leaves
   child processes running;
-- ``@pytest.mark.standalone(timeout=None)``: the test runs in a fresh interpreter of its own;
-- ``@pytest.mark.distributed(world_size=2, backend="gloo", timeout=None)`` and the ``dist``
-  fixture: the test runs on ``world_size`` fresh ranks with a process group initialized.
+- ``@pytest.mark.standalone(timeout=None, fresh_interpreter=False)``: the test runs in a
+  process of its own;
+- ``@pytest.mark.distributed(world_size=2, backend="gloo", timeout=None,
+  fresh_interpreter=False)`` and the ``dist`` fixture: the test runs on ``world_size`` new ranks
+  with a process group initialized;
+- the warm start of those processes: forks of a zygote that preloaded torch once per session
+  (``--ddpkit-fresh-interpreter`` or ini ``ddpkit_fresh_interpreter = true``: fresh
+  interpreters).
 
 See docs/testing.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import distributed, isolated, isolation
-from ddpkit.testing.child import IsolatedProcess
+from ddpkit.testing import distributed, leaks, runner
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
+from ddpkit.testing.preload import candidates
+from ddpkit.testing.warm import WarmStart, stderr_line
+from ddpkit.testing.worker import IsolatedProcess
 
 # pytest finds the hooks by name; the one name a test uses is the fixture.
 __all__ = ["dist"]
@@ -30,6 +42,7 @@ __all__ = ["dist"]
 _CHILD = pytest.StashKey[IsolatedProcess | None]()
 _LEAKERS = pytest.StashKey[list[str]]()
 _DIST = pytest.StashKey[DistInfo]()
+_WARM = pytest.StashKey[WarmStart | None]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +60,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="like --ddpkit-strict-leaks",
     )
+    group.addoption(
+        "--ddpkit-fresh-interpreter",
+        action="store_true",
+        default=None,
+        help="start every standalone test and distributed rank as a fresh interpreter "
+        "(default: a fork of a zygote that preloaded torch once for the session)",
+    )
+    parser.addini(
+        "ddpkit_fresh_interpreter",
+        type="bool",
+        default=False,
+        help="like --ddpkit-fresh-interpreter",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -61,6 +87,65 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
     config.stash[_CHILD] = child
     config.stash[_LEAKERS] = []
+    config.stash[_WARM] = (
+        None if child is not None else WarmStart(config.invocation_params.dir, _say(config))
+    )
+
+
+def _say(config: pytest.Config) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:  # an xdist worker: its stderr reaches the terminal
+            stderr_line(line)
+        else:
+            reporter.write_line(line)
+
+    return say
+
+
+def _warm(config: pytest.Config) -> WarmStart | None:
+    """The session's warm start, where it may start a zygote."""
+    warm = config.stash.get(_WARM, None)
+    if warm is None or config.option.collectonly or runner.fresh_by_option(config):
+        return None
+    return warm
+
+
+_MARKED = re.compile(rb"mark\.(standalone|distributed)\b")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """A test file that marks a test standalone or distributed (read before pytest imports it)
+    starts the zygote, which preloads torch while the collection goes on."""
+    warm = _warm(parent.config)
+    if warm is None or file_path.suffix != ".py":
+        return
+    try:
+        marked = _MARKED.search(file_path.read_bytes()) is not None
+    except OSError:
+        return
+    if marked:
+        warm.early(os.environ)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Isolated tests will run: the zygote preloads what the collection imported. None: no
+    zygote."""
+    warm = _warm(session.config)
+    if warm is None:
+        return
+    if not any(runner.isolation_of(item) is not None for item in session.items):
+        warm.close()
+        return
+    plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
+               if isinstance(p, types.ModuleType)]  # fmt: skip
+    warm.collected(candidates(dict(sys.modules), plugins), os.environ)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    warm = config.stash.get(_WARM, None)
+    if warm is not None:
+        warm.close()
 
 
 def _is_child(config: pytest.Config) -> bool:
@@ -76,25 +161,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # pytest-timeout firing first inside one rank would show one.
             item.add_marker(pytest.mark.timeout(0), append=False)
             continue
-        if isolated.isolation_of(item) is None:
+        if runner.isolation_of(item) is None:
             continue
         try:
-            spec = isolated.spec_of(item)
+            spec = runner.spec_of(item)
         except ValueError:
             continue  # reported when the test runs
         assert spec is not None
-        timeout = isolated.timeout_of(item, spec)
+        timeout = runner.timeout_of(item, spec)
         if timeout is not None:
             item.add_marker(
-                pytest.mark.timeout(timeout + isolated.PARENT_TIMEOUT_SLACK_SECONDS), append=False
+                pytest.mark.timeout(timeout + runner.PARENT_TIMEOUT_SLACK_SECONDS), append=False
             )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    if _is_child(item.config) or isolated.isolation_of(item) is None:
+    if _is_child(item.config) or runner.isolation_of(item) is None:
         return None
-    isolated.run(item, nextitem)
+    runner.run(item, nextitem, item.config.stash.get(_WARM, None))
     return True
 
 
@@ -133,10 +218,10 @@ def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     item = request.node
     config = request.config
     child = config.stash.get(_CHILD, None)
-    snapshot = isolation.ChildSnapshot()
+    snapshot = leaks.ChildSnapshot()
     owns_group = False
-    if child is not None and isolated.isolation_of(item) == "distributed":
-        spec = isolated.spec_of(item)
+    if child is not None and runner.isolation_of(item) == "distributed":
+        spec = runner.spec_of(item)
         assert isinstance(spec, DistributedSpec)
         child.mark_arrived()
         item.stash[_DIST] = distributed.init_group(spec)
@@ -145,16 +230,16 @@ def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     problems = []
     if owns_group:
         distributed.destroy_group()
-    leaked_group = isolation.destroy_leaked_process_group()
+    leaked_group = leaks.destroy_leaked_process_group()
     if leaked_group is not None:
         if _strict_leaks(config):
-            problems.append(isolation.leaked_group_message(item.nodeid, leaked_group))
+            problems.append(leaks.leaked_group_message(item.nodeid, leaked_group))
         else:
             config.stash[_LEAKERS].append(item.nodeid)
-    leaked = isolation.leaked_children(snapshot, allow_ddpkit_ranks=child is not None)
+    leaked = leaks.leaked_children(snapshot, allow_ddpkit_ranks=child is not None)
     if leaked:
-        isolation.end_leaked(leaked)
-        problems.append(isolation.leaked_children_message(item.nodeid, leaked))
+        leaks.end_leaked(leaked)
+        problems.append(leaks.leaked_children_message(item.nodeid, leaked))
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
 

@@ -4,22 +4,31 @@ The processes' own reports are relayed as they are whenever they tell the whole 
 failure with its traceback, a skip with its reason, an xfail), so the parent shows exactly what
 a run of the test in the fresh interpreter would. When they do not (a timeout, a crash, a rank
 that failed, never arrived or left processes behind), the parent writes one failure that names
-every rank's fate, the root cause first, with its traceback or its last lines of output.
+every rank's fate, the root cause first (:mod:`ddpkit.testing.rootcause`), with its traceback or
+its last lines of output.
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
 
 from ddpkit.testing.markers import DistributedSpec
+from ddpkit.testing.rootcause import (
+    CRASH_LINES,
+    describe,
+    finished,
+    first_failure,
+    how_it_exited,
+    judge,
+    output_block,
+    root_note,
+)
 from ddpkit.testing.supervise import JobEnd, ProcessEnd
 
-__all__ = ["RankVerdict", "distributed_reports", "failed_reports", "standalone_reports"]
+__all__ = ["distributed_reports", "failed_reports", "standalone_reports"]
 
 Deserialize = Callable[[Mapping[str, Any]], Any]
 When = Literal["setup", "call", "teardown"]
@@ -68,47 +77,6 @@ def failed_reports(
     return reports
 
 
-def _finished(reports: Sequence[pytest.TestReport]) -> bool:
-    return any(r.when == "teardown" for r in reports)
-
-
-def _first_failure(reports: Sequence[pytest.TestReport]) -> pytest.TestReport | None:
-    return next((r for r in reports if r.failed), None)
-
-
-def _indent(text: str) -> str:
-    return textwrap.indent(text.rstrip("\n"), "    ") if text.strip() else "    (no output)"
-
-
-#: Lines of output a report shows per process: after a crash the cause is often further up
-#: (a traceback, the launcher's report); at a timeout the stacks follow.
-CRASH_LINES = 60
-TIMEOUT_LINES = 20
-
-
-def _output_block(end: ProcessEnd, lines: int = TIMEOUT_LINES) -> str:
-    output = "\n".join(end.output.splitlines()[-lines:])
-    block = f"last lines of output:\n{_indent(output)}"
-    if end.stacks:
-        block += (
-            f"\nPython stacks when ddpkit ended it (innermost call first):\n{_indent(end.stacks)}"
-        )
-    return block
-
-
-def _how_it_exited(end: ProcessEnd) -> str:
-    if end.exitcode is None:
-        return "ended"
-    if end.exitcode < 0:
-        import signal
-
-        try:
-            return f"was killed by {signal.Signals(-end.exitcode).name}"
-        except ValueError:
-            return f"was killed by signal {-end.exitcode}"
-    return f"exited with code {end.exitcode}"
-
-
 # -- standalone -------------------------------------------------------------------------------
 
 
@@ -123,13 +91,13 @@ def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
     if extra:
         lines.append(extra)
     for p in end.processes:
-        lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{_output_block(p)}")
+        lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{output_block(p)}")
     return "\n".join(lines)
 
 
 def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport]) -> str:
     """Why a rank the test started makes the test fail ('' when it does not)."""
-    failure = _first_failure(reports)
+    failure = first_failure(reports)
     if failure is not None:
         return (
             f"--- rank {p.rank} (pid {p.pid}) failed in {failure.when} ---\n{failure.longreprtext}"
@@ -140,11 +108,11 @@ def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestRep
             f"--- rank {p.rank} (pid {p.pid}) ran other tests too: {', '.join(others)} ---\n"
             f"Fix: start ranks of this test with the test's own command line (DDPPlugin does)."
         )
-    if not _finished(reports):
+    if not finished(reports):
         fate = (
             "was ended by ddpkit" if p.ended_by_ddpkit else "ended"
         ) + " before it finished the test"
-        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{_output_block(p, CRASH_LINES)}"
+        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{output_block(p, CRASH_LINES)}"
     return ""
 
 
@@ -156,23 +124,23 @@ def standalone_reports(
     if end.timed_out:
         return failed_reports(item, "call", _timeout_text("standalone", end))
     reports = _reports(direct, deserialize)
-    if not _finished(reports):
+    if not finished(reports):
         lines = [
-            f"the standalone test's interpreter (pid {direct.pid}) {_how_it_exited(direct)} "
+            f"the standalone test's interpreter (pid {direct.pid}) {how_it_exited(direct)} "
             f"before it finished the test."
         ]
         for p in end.processes:
-            lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{_output_block(p, CRASH_LINES)}")
+            lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
     problems = []
     for p in end.processes[1:]:
         problem = _rank_problem(item, p, _reports(p, deserialize))
         if problem:
             problems.append(problem)
-    if direct.exitcode not in (0, None) and _first_failure(reports) is None:
+    if direct.exitcode not in (0, None) and first_failure(reports) is None:
         problems.append(
             f"--- the test finished, but its interpreter (pid {direct.pid}) "
-            f"{_how_it_exited(direct)} ---\n{_output_block(direct, CRASH_LINES)}"
+            f"{how_it_exited(direct)} ---\n{output_block(direct, CRASH_LINES)}"
         )
     if end.leftover:
         problems.append(_leftover_text(end))
@@ -194,7 +162,7 @@ def _leftover_text(end: JobEnd) -> str:
 def _fail_with(reports: list[pytest.TestReport], text: str) -> None:
     """Make the test's reports fail with ``text``: appended to a failure as a section, or
     replacing the outcome of a test that passed or skipped."""
-    failure = _first_failure(reports)
+    failure = first_failure(reports)
     if failure is not None:
         failure.sections.append(("ddpkit: the other processes of this test", text))
         return
@@ -206,73 +174,6 @@ def _fail_with(reports: list[pytest.TestReport], text: str) -> None:
 
 
 # -- distributed ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RankVerdict:
-    """One rank's fate, and where it stands in the root-cause order (lowest first)."""
-
-    end: ProcessEnd
-    reports: tuple[pytest.TestReport, ...]
-    status: str
-    """passed, skipped, xfailed, failed, crashed, never arrived, timed out, ended"""
-    order: tuple[float, float, int]
-
-    @property
-    def bad(self) -> bool:
-        return self.status in ("failed", "crashed", "never arrived", "timed out")
-
-
-def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool) -> RankVerdict:
-    """One rank's status. A rank ended by ddpkit is the cause only on a timeout; after another
-    rank's failure it is a consequence."""
-    failure = _first_failure(reports)
-    finished = _finished(reports)
-    rank = end.rank
-    if failure is not None:
-        return RankVerdict(end, tuple(reports), "failed", (1, failure.stop or end.ended_at, rank))
-    if finished and end.exitcode in (0, None):
-        skipped = next((r for r in reports if r.skipped), None)
-        if skipped is None:
-            status = "passed"
-        else:
-            status = "xfailed" if hasattr(skipped, "wasxfail") else "skipped"
-        return RankVerdict(end, tuple(reports), status, (4, 0, rank))
-    if end.ended_by_ddpkit:
-        if timed_out:
-            status = "timed out" if end.arrived else "never arrived"
-            return RankVerdict(end, tuple(reports), status, (2 if end.arrived else 0, 0, rank))
-        return RankVerdict(end, tuple(reports), "ended", (3, 0, rank))
-    return RankVerdict(end, tuple(reports), "crashed", (1, end.ended_at, rank))
-
-
-def _describe(v: RankVerdict, root: bool) -> str:
-    end = v.end
-    head = f"--- rank {end.rank} (pid {end.pid}): "
-    failure = _first_failure(v.reports)
-    if v.status == "failed" and failure is not None:
-        head += f"failed in {failure.when}"
-    elif v.status == "crashed":
-        head += f"{_how_it_exited(end)} before it finished the test"
-        if not end.arrived:
-            head += " (it never reached init_process_group)"
-    elif v.status == "never arrived":
-        head += "never arrived: it did not reach init_process_group"
-    elif v.status == "timed out":
-        head += "still running at the timeout; ended by ddpkit"
-    elif v.status == "ended":
-        head += "ended by ddpkit after the root cause failed" + (
-            "" if end.arrived else " (it had not reached init_process_group)"
-        )
-    else:
-        head += v.status
-    head += " (root cause) ---" if root else " ---"
-    if v.status == "failed" and failure is not None:
-        return f"{head}\n{failure.longreprtext}"
-    if v.status in ("passed", "skipped", "xfailed"):
-        return head
-    lines = CRASH_LINES if v.status == "crashed" else TIMEOUT_LINES
-    return f"{head}\n{_output_block(end, lines)}"
 
 
 def distributed_reports(
@@ -302,12 +203,14 @@ def distributed_reports(
             assert end.timeout is not None
             head = (
                 f"distributed test timed out after {end.timeout:g} s ({shape}); ddpkit ended "
-                f"every rank. Root cause: rank {root.end.rank}."
+                f"every rank. Root cause: rank {root.end.rank}.{root_note(verdicts)}"
             )
         else:
+            lost = sum(v.status == "lost peer" for v in bad)
+            also = f" (and on {lost} more as a consequence)" if lost and lost < len(bad) else ""
             head = (
-                f"distributed test failed on {len(bad)} of {spec.world_size} ranks ({shape}); "
-                f"root cause: rank {root.end.rank}."
+                f"distributed test failed on {len(bad) - lost if also else len(bad)} of "
+                f"{spec.world_size} ranks{also} ({shape}); root cause: rank {root.end.rank}."
             )
         if missing:
             names = ", ".join(str(r) for r in missing)
@@ -316,17 +219,18 @@ def distributed_reports(
                 f"{'they' if len(missing) > 1 else 'it'} did not reach init_process_group "
                 f"(stuck before the test: imports, collection or fixtures)."
             )
-        described = [_describe(v, i == 0 and v.bad) for i, v in enumerate(verdicts)]
+        described = [describe(v, i == 0 and v.bad) for i, v in enumerate(verdicts)]
         text = "\n\n".join([head, *described, *extras])
-        failure = _first_failure(root.reports)
+        failure = first_failure(root.reports)
         when: When = "call"
         if failure is not None and failure.when in ("setup", "teardown"):
             when = failure.when
-        # Each failed rank's captured output, as pytest shows a test's own.
+        # The captured output of each rank that failed on its own, as pytest shows a test's
+        # own (a consequence's is torch's noise about the lost peer).
         sections = [
             (f"rank {v.end.rank}: {name}", content)
             for v in verdicts
-            if (rank_failure := _first_failure(v.reports)) is not None
+            if v.status == "failed" and (rank_failure := first_failure(v.reports)) is not None
             for name, content in rank_failure.sections
         ]
         return failed_reports(item, when, text, sections)

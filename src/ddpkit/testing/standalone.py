@@ -1,6 +1,6 @@
-"""``@pytest.mark.standalone``: the command line of a test's fresh interpreter.
+"""The command line of an isolated test's process.
 
-For ``tests/test_x.py::test_fit[2]`` in a suite run from ``/repo`` the parent starts::
+For ``tests/test_x.py::test_fit[2]`` in a suite run from ``/repo`` each of its processes is::
 
     <sys.executable> -m pytest --rootdir=/repo [--config-file=/repo/pyproject.toml]
         -p ddpkit.testing.pytest_plugin -p no:cacheprovider --capture=tee-sys [-n 0]
@@ -8,12 +8,14 @@ For ``tests/test_x.py::test_fit[2]`` in a suite run from ``/repo`` the parent st
          --noconftest / --runxfail / --ddpkit-strict-leaks options]
         /repo/tests/test_x.py::test_fit[2]
 
-in the parent's working directory, with the environment of :func:`ddpkit.testing.child
-.child_environment`. ``--capture=tee-sys`` keeps the test's output in its reports (the parent
-shows it as pytest would) and still writes it to the log the parent reads on a timeout (the last
-lines of a hung test are there); ``-n 0`` keeps pytest-xdist out of the child. A
-Trainer with DDPPlugin in that interpreter re-runs exactly this command line for its other
-ranks, so each rank runs this one test.
+in the parent's working directory, with the environment of :func:`ddpkit.testing.worker
+.child_environment`: a fresh interpreter, or a fork of the warm-start zygote that calls
+``pytest.main`` with the same arguments and looks like this command line (``sys.argv``,
+``sys.orig_argv``, ``__main__``). ``--capture=tee-sys`` keeps the test's output in its reports
+(the parent shows it as pytest would) and still writes it to the log the parent reads on a
+timeout (the last lines of a hung test are there); ``-n 0`` keeps pytest-xdist out of the child.
+A Trainer with DDPPlugin in that process re-runs exactly this command line for its other ranks,
+so each rank runs this one test.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["forwarded_args", "node_argument", "pytest_command"]
+__all__ = ["forwarded_args", "node_argument", "pytest_args", "pytest_command"]
 
 # Options that change how a test is collected or judged: the child gets them as given.
 _WITH_VALUE = {
@@ -84,7 +86,7 @@ def node_argument(nodeid: str, path: Path) -> str:
     return f"{path}::{rest}" if sep else str(path)
 
 
-def pytest_command(
+def pytest_args(
     *,
     node: str,
     rootdir: Path,
@@ -92,12 +94,16 @@ def pytest_command(
     forwarded: Sequence[str],
     xdist: bool,
 ) -> list[str]:
-    """The command line of an isolated test's fresh interpreter (see the module docstring)."""
-    command = [sys.executable, "-m", "pytest", f"--rootdir={rootdir}"]
+    """The arguments of ``python -m pytest`` for an isolated test (see the module docstring)."""
+    args = [f"--rootdir={rootdir}"]
     if inifile is not None:
-        command.append(f"--config-file={inifile}")
-    command += ["-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "--capture=tee-sys"]
+        args.append(f"--config-file={inifile}")
+    args += ["-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "--capture=tee-sys"]
     if xdist:
-        command += ["-n", "0"]
-    command += [*forwarded, node]
-    return command
+        args += ["-n", "0"]
+    return [*args, *forwarded, node]
+
+
+def pytest_command(args: Sequence[str]) -> list[str]:
+    """The command line of an isolated test's fresh interpreter."""
+    return [sys.executable, "-m", "pytest", *args]

@@ -1,7 +1,8 @@
-"""The parent's side of an isolated test: start its interpreters, watch them against the
-timeout, end the whole process tree, and gather what each process left.
+"""The parent's side of an isolated test: start its processes (fresh interpreters, or forks of
+the warm-start zygote), watch them against the timeout, end the whole process tree, and gather
+what each process left.
 
-Each interpreter the parent starts leads a session of its own, so every process the test starts
+Each process started for the test leads a session of its own, so every process the test starts
 (the ranks of a DDPPlugin Trainer, anything they start) can be found and ended, even after its
 parent died.
 """
@@ -16,11 +17,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from ddpkit.testing.child import DUMP_SIGNAL, ProcessRecord, read_records
+from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import procs
 
-__all__ = ["Job", "JobEnd", "ProcessEnd", "condensed_stacks", "tail"]
+__all__ = [
+    "Job",
+    "JobEnd",
+    "ProcessEnd",
+    "TestProcess",
+    "condensed_stacks",
+    "die_with_parent_hook",
+    "tail",
+]
 
 _POLL_SECONDS = 0.05
 _PR_SET_PDEATHSIG = 1
@@ -78,7 +88,7 @@ def _stacks(path: Path, start: int) -> str:
     return condensed_stacks(data.decode(errors="replace"))
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def die_with_parent_hook() -> Callable[[], None] | None:
     """A hook that runs in the child between fork and exec: when the parent pytest dies
     (killed, or ended by pytest-timeout's thread method), the interpreter it started dies too
     (and its ranks, which end with it). None where there is no prctl (not Linux)."""
@@ -136,19 +146,35 @@ class JobEnd:
     by ddpkit), as ``pid: command``."""
 
 
+class TestProcess(Protocol):
+    """A process started for the test: a ``subprocess.Popen``, or a fork of the zygote."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 @dataclass
 class _Started:
     rank: int
-    proc: subprocess.Popen[bytes]
+    proc: TestProcess
     log: Path
     ended_at: float | None = None
 
 
 class Job:
-    """The interpreters of one isolated test."""
+    """The processes of one isolated test. ``idle(seconds)`` is how the watch loop waits between
+    looks: a zygote's message pump (an exit is seen at once) or ``time.sleep``."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, idle: Callable[[float], None] = time.sleep) -> None:
         self.directory = directory
+        self._idle = idle
         self._started: list[_Started] = []
         self._ended_by_us: set[int] = set()
         # pid -> the size of its log just before it was asked to dump its stacks
@@ -173,8 +199,12 @@ class Job:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=tuple(pass_fds),
-                preexec_fn=_die_with_parent(),
+                preexec_fn=die_with_parent_hook(),
             )
+        self.adopt(rank, proc, log)
+
+    def adopt(self, rank: int, proc: TestProcess, log: Path) -> None:
+        """Watch a process started elsewhere (forked by the zygote) as one of this test's."""
         self._started.append(_Started(rank=rank, proc=proc, log=log))
 
     @property
@@ -205,7 +235,7 @@ class Job:
                     timed_out = True
                     self._end_tree(dump=True)
                     continue
-                time.sleep(_POLL_SECONDS)
+                self._idle(_POLL_SECONDS)
         except BaseException:  # Ctrl-C or the suite's own timeout: leave nothing behind
             self._end_tree(dump=False)
             raise

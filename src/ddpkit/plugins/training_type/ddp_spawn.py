@@ -24,7 +24,8 @@ class DDPSpawnPlugin(DDPPlugin):
     Works where there is no script to re-run (``python -c``, a module's function), at the price
     of pickling the module, the data loaders and the trainer into every rank. ``start_method``
     is ``"spawn"`` (a fresh interpreter per rank) or ``"forkserver"`` (ranks forked from a server
-    process that has imported torch once).
+    process that has imported torch, ddpkit and the main module once, and outlives the launch:
+    a later stage's ranks start without imports).
     """
 
     name: ClassVar[str] = "ddp_spawn"

@@ -8,18 +8,18 @@ import sys
 
 import torch.distributed as dist
 
-from ddpkit.testing import isolation
+from ddpkit.testing import leaks
 from ddpkit.utilities import procs
 
 
 def test_a_leaked_group_is_destroyed_and_described() -> None:
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    leaked = isolation.destroy_leaked_process_group()
-    assert leaked == isolation.LeakedGroup(backend="gloo", world_size=1, rank=0)
+    leaked = leaks.destroy_leaked_process_group()
+    assert leaked == leaks.LeakedGroup(backend="gloo", world_size=1, rank=0)
     assert not dist.is_initialized()
-    assert isolation.destroy_leaked_process_group() is None
-    assert isolation.destroy_process_group_if_any() is False
-    message = isolation.leaked_group_message("tests/t.py::test_a", leaked)
+    assert leaks.destroy_leaked_process_group() is None
+    assert leaks.destroy_process_group_if_any() is False
+    message = leaks.leaked_group_message("tests/t.py::test_a", leaked)
     assert message.startswith(
         "tests/t.py::test_a left a torch.distributed process group initialized "
         "(backend gloo, world size 1, rank 0); ddpkit destroyed it"
@@ -28,17 +28,17 @@ def test_a_leaked_group_is_destroyed_and_described() -> None:
 
 
 def test_a_child_left_running_is_reported_and_ended() -> None:
-    snapshot = isolation.ChildSnapshot()
+    snapshot = leaks.ChildSnapshot()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        leaked = isolation.leaked_children(snapshot, grace=0.2)
+        leaked = leaks.leaked_children(snapshot, grace=0.2)
         assert [c.pid for c in leaked] == [proc.pid]
         assert not leaked[0].ddpkit_rank
-        message = isolation.leaked_children_message("t.py::test_b", leaked)
+        message = leaks.leaked_children_message("t.py::test_b", leaked)
         assert "t.py::test_b left 1 child process running 3 s after it returned" in message
         assert f"pid {proc.pid}: {sys.executable} -c import time; time.sleep(120)" in message
         assert "Fix: wait for the processes the test starts" in message
-        isolation.end_leaked(leaked)
+        leaks.end_leaked(leaked)
         assert not procs.is_running(proc.pid)
     finally:
         proc.kill()
@@ -46,10 +46,10 @@ def test_a_child_left_running_is_reported_and_ended() -> None:
 
 
 def test_a_child_that_exits_within_the_grace_is_no_leak() -> None:
-    snapshot = isolation.ChildSnapshot()
+    snapshot = leaks.ChildSnapshot()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
     try:
-        assert isolation.leaked_children(snapshot, grace=30) == []
+        assert leaks.leaked_children(snapshot, grace=30) == []
     finally:
         proc.wait()
 
@@ -57,7 +57,7 @@ def test_a_child_that_exits_within_the_grace_is_no_leak() -> None:
 def test_children_from_before_the_test_are_not_its_leak() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        assert isolation.leaked_children(isolation.ChildSnapshot(), grace=0) == []
+        assert leaks.leaked_children(leaks.ChildSnapshot(), grace=0) == []
     finally:
         proc.kill()
         proc.wait()
@@ -65,13 +65,13 @@ def test_children_from_before_the_test_are_not_its_leak() -> None:
 
 def test_a_ddpkit_rank_is_named_and_allowed_where_the_launcher_joins_it() -> None:
     env = {**os.environ, "DDPKIT_PARENT_PID": str(os.getpid())}
-    snapshot = isolation.ChildSnapshot()
+    snapshot = leaks.ChildSnapshot()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
     try:
-        assert isolation.leaked_children(snapshot, grace=0, allow_ddpkit_ranks=True) == []
-        leaked = isolation.leaked_children(snapshot, grace=0)
+        assert leaks.leaked_children(snapshot, grace=0, allow_ddpkit_ranks=True) == []
+        leaked = leaks.leaked_children(snapshot, grace=0)
         assert [c.ddpkit_rank for c in leaked] == [True]
-        assert "mark the test @pytest.mark.standalone" in isolation.leaked_children_message(
+        assert "mark the test @pytest.mark.standalone" in leaks.leaked_children_message(
             "t.py::test_c", leaked
         )
     finally:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing.child import (
+from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
+from ddpkit.testing.worker import (
     ENV_CHILD,
     ENV_DIR,
     ENV_LOG,
@@ -17,7 +18,6 @@ from ddpkit.testing.child import (
     child_environment,
     read_records,
 )
-from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 
 
 def test_child_environment_adds_only_its_variables(tmp_path: Path) -> None:

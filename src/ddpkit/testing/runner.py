@@ -1,21 +1,22 @@
 """Running a standalone or distributed test from the parent pytest, in place of pytest's own
 runtest protocol: the parent sets up no fixture and runs nothing of the test itself; it starts
-the fresh interpreters, waits, and logs the reports they tell it to."""
+the test's processes (forks of the session's zygote, or fresh interpreters), waits, and logs the
+reports they tell it to."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.testing.child import child_environment
-from ddpkit.testing.distributed import rank_environment
+from ddpkit.ranks.scratch import make_private_dir
+from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 from ddpkit.testing.markers import (
     DistributedSpec,
     StandaloneSpec,
@@ -24,11 +25,14 @@ from ddpkit.testing.markers import (
     standalone_spec,
 )
 from ddpkit.testing.report import distributed_reports, failed_reports, standalone_reports
-from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_command
+from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_args, pytest_command
 from ddpkit.testing.supervise import Job
+from ddpkit.testing.warm import WarmStart
+from ddpkit.testing.worker import ForkRequest, child_environment
+from ddpkit.testing.zygote import Zygote, ZygoteError
 from ddpkit.utilities.ports import bind_free_port
 
-__all__ = ["isolation_of", "run", "spec_of", "suite_timeout", "timeout_of"]
+__all__ = ["fresh_by_option", "isolation_of", "run", "spec_of", "suite_timeout", "timeout_of"]
 
 #: The parent's own pytest-timeout fires this long after the test's: the parent ends the tree,
 #: gathers the stacks and reports before pytest-timeout would interrupt it.
@@ -93,9 +97,9 @@ def _deserializer(config: pytest.Config) -> Any:
     return deserialize
 
 
-def _command(item: pytest.Item) -> list[str]:
+def _args(item: pytest.Item) -> list[str]:
     config = item.config
-    return pytest_command(
+    return pytest_args(
         node=node_argument(item.nodeid, item.path),
         rootdir=config.rootpath,
         inifile=config.inipath,
@@ -104,64 +108,118 @@ def _command(item: pytest.Item) -> list[str]:
     )
 
 
-def _standalone(item: pytest.Item, spec: StandaloneSpec, directory: Path) -> list[Any]:
-    log = directory / "rank0.log"
-    env = child_environment(os.environ, directory=directory, parent_pid=os.getpid(), log=log)
-    job = Job(directory)
-    job.start(0, _command(item), env, cwd=item.config.invocation_params.dir, log=log)
-    end = job.wait(timeout_of(item, spec))
+EnvOf = Callable[[dict[str, str]], dict[str, str]]
+
+
+class _Launch:
+    """How this test's processes start: forked from the zygote, or as fresh interpreters (the
+    fallback when a fork fails, too)."""
+
+    def __init__(self, item: pytest.Item, directory: Path, zygote: Zygote | None) -> None:
+        self.item = item
+        self.directory = directory
+        self.zygote = zygote
+        self.args = _args(item)
+        self.cwd = item.config.invocation_params.dir
+        self.job = Job(directory, idle=zygote.pump if zygote is not None else time.sleep)
+
+    def start(self, rank: int, env_of: EnvOf = dict, fds: Mapping[str, int] | None = None) -> None:
+        """Start rank ``rank``: ``env_of`` adds its own variables to the test's environment;
+        ``fds`` are descriptors it inherits, by the variable that names them."""
+        fds = dict(fds or {})
+        log = self.directory / f"rank{rank}.log"
+        if self.zygote is not None:
+            env = env_of(self._env(self.zygote.proc.pid, log))
+            request = ForkRequest(
+                args=tuple(self.args),
+                env=env,
+                cwd=str(self.cwd),
+                log=str(log),
+                fd_env={name: i for i, name in enumerate(fds)},
+            )
+            try:
+                self.job.adopt(rank, self.zygote.fork(request, list(fds.values())), log)
+                return
+            except ZygoteError:
+                self.zygote = None  # the session's warm start notices at the next test
+        env = env_of(self._env(os.getpid(), log))
+        self.job.start(
+            rank, pytest_command(self.args), env, self.cwd, log, pass_fds=tuple(fds.values())
+        )
+
+    def _env(self, parent_pid: int, log: Path) -> dict[str, str]:
+        return child_environment(
+            os.environ, directory=self.directory, parent_pid=parent_pid, log=log
+        )
+
+
+def _standalone(item: pytest.Item, spec: StandaloneSpec, launch: _Launch) -> list[Any]:
+    launch.start(0)
+    end = launch.job.wait(timeout_of(item, spec))
     return standalone_reports(item, end, _deserializer(item.config))
 
 
-def _distributed(item: pytest.Item, spec: DistributedSpec, directory: Path) -> list[Any]:
-    command = _command(item)
-    job = Job(directory)
+def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> list[Any]:
     # Bound here on port 0, handed to rank 0's store: no fixed port, no race for it.
     sock = bind_free_port("127.0.0.1")
-    try:
-        for rank in range(spec.world_size):
-            log = directory / f"rank{rank}.log"
-            env = child_environment(
-                os.environ, directory=directory, parent_pid=os.getpid(), log=log
-            )
-            store_fd = sock.fileno() if rank == 0 else None
-            env = rank_environment(
+    port = sock.getsockname()[1]
+
+    def env_of(rank: int) -> EnvOf:
+        def add(env: dict[str, str]) -> dict[str, str]:
+            return rank_environment(
                 env,
                 rank=rank,
                 world_size=spec.world_size,
-                port=sock.getsockname()[1],
-                store_fd=store_fd,
+                port=port,
+                store_fd=sock.fileno() if rank == 0 else None,
                 cpu_count=os.cpu_count() or 1,
             )
-            job.start(
-                rank,
-                command,
-                env,
-                cwd=item.config.invocation_params.dir,
-                log=log,
-                pass_fds=() if store_fd is None else (store_fd,),
-            )
+
+        return add
+
+    try:
+        for rank in range(spec.world_size):
+            fds = {ENV_STORE_FD: sock.fileno()} if rank == 0 else {}
+            launch.start(rank, env_of(rank), fds)
     except BaseException:
-        job.kill()  # end what started
+        launch.job.kill()  # end what started
         raise
     finally:
         sock.close()
-    end = job.wait(timeout_of(item, spec))
+    end = launch.job.wait(timeout_of(item, spec))
     return distributed_reports(item, spec, end, _deserializer(item.config))
 
 
-def _reports(item: pytest.Item) -> list[Any]:
+def fresh_by_option(config: pytest.Config) -> bool:
+    """``--ddpkit-fresh-interpreter`` or ``ddpkit_fresh_interpreter = true``."""
+    option = config.getoption("ddpkit_fresh_interpreter", None)
+    if option is not None:
+        return bool(option)
+    return bool(config.getini("ddpkit_fresh_interpreter"))
+
+
+def _zygote_of(
+    item: pytest.Item, spec: StandaloneSpec | DistributedSpec, warm: WarmStart | None
+) -> Zygote | None:
+    if warm is None or spec.fresh_interpreter or fresh_by_option(item.config):
+        return None
+    return warm.zygote_for(os.environ)
+
+
+def _reports(item: pytest.Item, warm: WarmStart | None) -> list[Any]:
     try:
         spec = spec_of(item)
     except MisconfigurationError as err:
         return failed_reports(item, "setup", str(err))
     assert spec is not None
-    directory = Path(tempfile.mkdtemp(prefix="ddpkit-test-"))  # mode 0700
+    # 0700, named for this process: if it is SIGKILLed, the next launch's sweep removes it.
+    directory = make_private_dir()
     try:
         (directory / "tmp").mkdir()  # the processes' PYTEST_DEBUG_TEMPROOT
+        launch = _Launch(item, directory, _zygote_of(item, spec, warm))
         if isinstance(spec, DistributedSpec):
-            return _distributed(item, spec, directory)
-        return _standalone(item, spec, directory)
+            return _distributed(item, spec, launch)
+        return _standalone(item, spec, launch)
     except OSError as err:
         return failed_reports(
             item, "setup", f"ddpkit could not start the test's interpreter: {err}"
@@ -177,12 +235,13 @@ def _teardown_collectors(item: pytest.Item, nextitem: pytest.Item | None) -> Non
     item.session._setupstate.teardown_exact(nextitem)
 
 
-def run(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """The runtest protocol of an isolated item, in the parent."""
+def run(item: pytest.Item, nextitem: pytest.Item | None, warm: WarmStart | None) -> None:
+    """The runtest protocol of an isolated item, in the parent (``warm``: the session's warm
+    start; None: fresh interpreters)."""
     ihook = item.ihook
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     try:
-        reports = _reports(item)
+        reports = _reports(item, warm)
     except pytest.fail.Exception as err:
         # pytest-timeout's own timeout fired while the parent waited (the tree is ended by
         # then): the test fails with its message, the session goes on.

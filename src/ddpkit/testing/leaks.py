@@ -29,11 +29,13 @@ __all__ = [
 #: How long children a test started may take to finish exiting after it returns.
 CHILD_GRACE_SECONDS = 3.0
 
-# Helpers Python starts once and keeps for the life of the interpreter: not a test's leak.
+# Helpers started once and kept for the life of the interpreter (Python's own, and the warm
+# start's zygote, kept for the session): not a test's leak.
 _INTERPRETER_HELPERS = (
     "multiprocessing.resource_tracker",
     "multiprocessing.forkserver",
     "multiprocessing.semaphore_tracker",
+    "ddpkit.testing.zygote",
 )
 
 

@@ -1,0 +1,68 @@
+"""Whether the command line a DDPPlugin would re-run for its other ranks is a whole pytest
+session: under plain pytest, rank 1 would then run every test of the session again (and the
+run would pass twice over, or hang in a collective nobody else joins).
+
+ddpkit's pytest plugin runs a ``@pytest.mark.standalone`` test in an interpreter of its own whose
+command line names that one test, and marks it with :data:`ENV_ISOLATED_TEST`: re-running that
+command is what the ranks should do. Any other pytest session is refused before a rank starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from types import ModuleType
+
+from ddpkit.errors import LaunchError
+
+__all__ = ["ENV_ISOLATED_TEST", "PLUGIN", "check_not_a_pytest_session", "is_pytest_session"]
+
+#: Set to ``1`` by ddpkit's pytest plugin in the interpreter it starts for one isolated test
+#: (and inherited by the ranks that interpreter starts).
+ENV_ISOLATED_TEST = "DDPKIT_STANDALONE_CHILD"
+#: The module name of ddpkit's pytest plugin, as ``-p`` takes it.
+PLUGIN = "ddpkit.testing.pytest_plugin"
+
+_PYTEST_MAINS = frozenset({"pytest", "pytest.__main__", "py.test"})
+_PYTEST_SCRIPTS = frozenset({"pytest", "py.test", "pytest.exe", "py.test.exe"})
+
+
+def is_pytest_session(main: ModuleType | None, modules: Mapping[str, ModuleType]) -> bool:
+    """True when this process is a pytest session: ``python -m pytest``, the ``pytest`` script,
+    or a pytest-xdist worker (``main``: the ``__main__`` module; ``modules``: ``sys.modules``)."""
+    if "xdist.remote" in modules:
+        return True
+    if main is None:
+        return False
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in _PYTEST_MAINS:
+        return True
+    path = getattr(main, "__file__", None) or ""
+    return os.path.basename(path) in _PYTEST_SCRIPTS
+
+
+def check_not_a_pytest_session(env: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`LaunchError` when re-running this process's command line would re-run a
+    pytest session, unless ddpkit's plugin started this process for one isolated test."""
+    env = os.environ if env is None else env
+    if env.get(ENV_ISOLATED_TEST) == "1":
+        return
+    if not is_pytest_session(sys.modules.get("__main__"), sys.modules):
+        return
+    command = " ".join(getattr(sys, "orig_argv", sys.argv)[1:]) or "pytest"
+    if PLUGIN in sys.modules:
+        fix = (
+            "Fix: mark the test @pytest.mark.standalone: ddpkit's pytest plugin (loaded here) "
+            "then runs it alone, and each rank re-runs that one test."
+        )
+    else:
+        fix = (
+            f"Fix: load ddpkit's pytest plugin (-p {PLUGIN}) and mark the test "
+            f"@pytest.mark.standalone: each rank then re-runs that one test."
+        )
+    raise LaunchError(
+        f"DDPPlugin starts the other ranks by re-running this process's command line, and this "
+        f"process is a pytest session (python {command}): every other rank would run the whole "
+        f"session again. {fix}"
+    )
