@@ -159,7 +159,7 @@ def test_a_session_killed_outright_takes_its_zygote_and_ranks_with_it(
         # Its private directories (the test's, the zygote's) name it: the next launch's sweep
         # removes them.
         left = sorted(p for p in temp.iterdir() if p.name.startswith(PREFIX))
-        assert len(left) == 2 and sweep_stale_dirs(temp) == left
+        assert len(left) == 2 and sorted(sweep_stale_dirs(temp)) == left
     finally:
         if session.poll() is None:
             session.kill()

@@ -82,7 +82,7 @@ def test_16_mixed_on_cpu_names_the_cpu_alternative() -> None:
 
 
 def test_an_unknown_mixed_precision() -> None:
-    with pytest.raises(MisconfigurationError, match=r"choose '16-mixed' or 'bf16-mixed'"):
+    with pytest.raises(MisconfigurationError, match=r"Choose one of '16-mixed', 'bf16-mixed'"):
         MixedPrecisionPlugin("8-mixed")
 
 

@@ -70,8 +70,9 @@ def _is_consequence(exc: BaseException) -> bool:
 class ScriptJob:
     """The children of this script and their supervision; see the module docstring."""
 
-    def __init__(self, plugin: DDPPlugin, command: list[str]) -> None:
-        env = launchable_environment(plugin)
+    def __init__(self, plugin: DDPPlugin, command: Callable[[], list[str]]) -> None:
+        env = launchable_environment(plugin)  # checks the rendezvous before the command
+        argv = command()  # raises before anything starts when there is nothing to re-run
         self.num_processes = plugin.num_processes
         self.world_size = plugin.world_size
         self.node_rank = plugin.node_rank
@@ -97,7 +98,7 @@ class ScriptJob:
             # A launcher that was SIGKILLed could not remove its directory: the next launch does.
             sweep_stale_dirs()
             self.tmpdir = make_private_dir()  # mode 0700, files 0600
-            handles = start_in_lifetime_thread(lambda: self._start_children(command))
+            handles = start_in_lifetime_thread(lambda: self._start_children(argv))
         except BaseException:
             self.close()
             self.signals.close()
@@ -325,7 +326,7 @@ def job_for(plugin: DDPPlugin, command: Callable[[], list[str]]) -> ScriptJob:
     ranks (the children re-run the whole script)."""
     global _job
     if _job is None:
-        _job = ScriptJob(plugin, command())
+        _job = ScriptJob(plugin, command)
         return _job
     if (_job.num_processes, _job.world_size) != (plugin.num_processes, plugin.world_size):
         raise LaunchError(

@@ -95,8 +95,9 @@ def _spawned_rank(
     os.setpgid(0, 0)
     die_with_parent(parent)
     watch_parent(parent)
-    # Before unpickling: the environment objects of the payload read this rank's variables.
-    os.environ.update(env)
+    # Before unpickling: the environment objects of the payload read this rank's variables
+    # (and the rank's side of each stage watches the same parent).
+    os.environ.update({**env, ENV_PARENT_PID: str(parent)})
     try:
         plugin, fn, args = pickle.loads(Path(payload_file).read_bytes())
         host = StoreHost(sock) if sock is not None else None
