@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
+from ddpkit.launchers.pytest_session import check_not_a_pytest_session
 from ddpkit.launchers.script_job import job_for
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.utilities.pytest_session import check_not_a_pytest_session
 from ddpkit.utilities.script import has_script
 
 __all__ = ["SubprocessLauncher", "child_command"]

@@ -1,14 +1,30 @@
-"""The environment variables of the rank <-> launcher protocol, in one place.
+"""Every ``DDPKIT_*`` environment variable, in one place.
 
-A launcher of ddpkit's sets these for every rank it starts (see :func:`ddpkit.launchers.env
-.rank_env`); the rank side (:mod:`ddpkit.ranks.protocol`) reads them. The torch.distributed
-variables (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``NODE_RANK``, ``LOCAL_RANK``) are
-set beside them.
+The rank <-> launcher protocol: a launcher of ddpkit's sets these for every rank it starts (see
+:func:`ddpkit.launchers.env.rank_env`); the rank side (:mod:`ddpkit.ranks.protocol`) reads them.
+The torch.distributed variables (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``,
+``NODE_RANK``, ``LOCAL_RANK``) are set beside them. Then the pytest plugin's (an isolated
+test's interpreter and its zygote) and ``seed_everything``'s.
 """
 
 from __future__ import annotations
 
-__all__ = ["ENV_ERROR_FILE", "ENV_PARENT_PID", "ENV_STAGE_FILE", "RANK_VARIABLES"]
+from ddpkit.utilities.seed import ENV_SEED
+
+__all__ = [
+    "ENV_ERROR_FILE",
+    "ENV_ISOLATED_TEST",
+    "ENV_PARENT_PID",
+    "ENV_SEED",
+    "ENV_STAGE_FILE",
+    "ENV_TESTING_DIR",
+    "ENV_TESTING_LOG",
+    "ENV_TESTING_PARENT",
+    "ENV_TESTING_STORE_FD",
+    "ENV_ZYGOTE_FD",
+    "ENV_ZYGOTE_PRELOAD",
+    "RANK_VARIABLES",
+]
 
 #: the pid of the process that started this rank: the rank ends when it is gone
 ENV_PARENT_PID = "DDPKIT_PARENT_PID"
@@ -16,6 +32,24 @@ ENV_PARENT_PID = "DDPKIT_PARENT_PID"
 ENV_ERROR_FILE = "DDPKIT_ERROR_FILE"
 #: where a rank started by the subprocess launcher counts the stages it has started
 ENV_STAGE_FILE = "DDPKIT_STAGE_FILE"
+
+# -- the pytest plugin (ddpkit.testing) --------------------------------------------------------
+
+#: ``1`` in the interpreter the plugin starts for one isolated test (and in the ranks it starts):
+#: run the test inline, and a DDPPlugin may re-run this command line
+ENV_ISOLATED_TEST = "DDPKIT_STANDALONE_CHILD"
+#: where each process of an isolated test leaves its files (a private 0700 directory)
+ENV_TESTING_DIR = "DDPKIT_TESTING_DIR"
+#: the parent pytest: a process whose parent it is was started by it
+ENV_TESTING_PARENT = "DDPKIT_TESTING_PARENT"
+#: where the parent sends an isolated process's output
+ENV_TESTING_LOG = "DDPKIT_TESTING_LOG"
+#: rank 0 of a distributed test: the descriptor of the listening socket its store serves on
+ENV_TESTING_STORE_FD = "DDPKIT_TESTING_STORE_FD"
+#: the zygote's end of its socket pair with the parent pytest
+ENV_ZYGOTE_FD = "DDPKIT_ZYGOTE_FD"
+#: the modules the zygote preloads
+ENV_ZYGOTE_PRELOAD = "DDPKIT_ZYGOTE_PRELOAD"
 
 #: every variable a launcher of ddpkit's sets for a rank; nothing else of the environment changes
 RANK_VARIABLES = (

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddpkit.ranks.names import ENV_TESTING_STORE_FD
 from ddpkit.testing.markers import DistributedSpec
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 #: Rank 0 only: the descriptor of the listening socket its TCPStore serves on.
-ENV_STORE_FD = "DDPKIT_TESTING_STORE_FD"
+ENV_STORE_FD = ENV_TESTING_STORE_FD
 
 # A collective waits this much longer than the test's timeout: the parent, which ends every
 # rank at the timeout and shows their stacks, always acts first.

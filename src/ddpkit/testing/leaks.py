@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ddpkit.ranks.names import ENV_PARENT_PID
 from ddpkit.utilities import procs
 
 __all__ = [
@@ -101,7 +102,7 @@ def _is_interpreter_helper(pid: int) -> bool:
 
 
 def _launched_by(pid: int, parent: int) -> bool:
-    return procs.environ(pid).get("DDPKIT_PARENT_PID") == str(parent)
+    return procs.environ(pid).get(ENV_PARENT_PID) == str(parent)
 
 
 def leaked_children(

@@ -41,7 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ddpkit.utilities.pytest_session import ENV_ISOLATED_TEST
+from ddpkit.ranks.names import (
+    ENV_ISOLATED_TEST,
+    ENV_TESTING_DIR,
+    ENV_TESTING_LOG,
+    ENV_TESTING_PARENT,
+)
+from ddpkit.ranks.scratch import write_private
 
 __all__ = [
     "DUMP_SIGNAL",
@@ -60,9 +66,9 @@ __all__ = [
 ]
 
 ENV_CHILD = ENV_ISOLATED_TEST
-ENV_DIR = "DDPKIT_TESTING_DIR"
-ENV_PARENT = "DDPKIT_TESTING_PARENT"
-ENV_LOG = "DDPKIT_TESTING_LOG"
+ENV_DIR = ENV_TESTING_DIR
+ENV_PARENT = ENV_TESTING_PARENT
+ENV_LOG = ENV_TESTING_LOG
 
 #: The variables that differ from one test process to the next: a module the zygote preloads
 #: must not read them (see :mod:`ddpkit.testing.preload`).
@@ -161,7 +167,7 @@ class IsolatedProcess:
             "direct": self.direct,
             "log": str(self.log),
         }
-        _write_atomic(self.directory / f"proc-{os.getpid()}.json", json.dumps(record))
+        write_private(self.directory / f"proc-{os.getpid()}.json", json.dumps(record).encode())
 
     def record_report(self, data: Mapping[str, Any]) -> None:
         """Append one serialized test report (a line of JSON)."""
@@ -170,7 +176,7 @@ class IsolatedProcess:
 
     def mark_arrived(self) -> None:
         """Distributed: this rank reached init_process_group."""
-        _write_atomic(self.directory / f"arrived-{os.getpid()}", str(self.rank))
+        write_private(self.directory / f"arrived-{os.getpid()}", str(self.rank).encode())
 
 
 def _redirect_output(path: Path) -> None:
@@ -180,12 +186,6 @@ def _redirect_output(path: Path) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ddpkit.ranks.names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit.ranks.scratch import make_private_dir
 from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.supervise import die_with_parent_hook, tail
@@ -54,8 +55,8 @@ from ddpkit.testing.worker import (
 
 __all__ = ["BOOT", "ForkedProcess", "Zygote", "ZygoteError", "ZygoteInfo", "main"]
 
-ENV_FD = "DDPKIT_ZYGOTE_FD"
-ENV_PRELOAD = "DDPKIT_ZYGOTE_PRELOAD"
+ENV_FD = ENV_ZYGOTE_FD
+ENV_PRELOAD = ENV_ZYGOTE_PRELOAD
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this.
 BOOT = "import ddpkit.testing.zygote as zygote; zygote.main()"
 _MAX_MESSAGE = 1 << 20

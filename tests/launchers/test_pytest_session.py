@@ -8,14 +8,14 @@ import sys
 import types
 
 import pytest
-
-from ddpkit.errors import LaunchError
-from ddpkit.utilities import pytest_session
 from ddpkit.utilities.pytest_session import (
     ENV_ISOLATED_TEST,
     check_not_a_pytest_session,
     is_pytest_session,
 )
+
+from ddpkit.errors import LaunchError
+from ddpkit.utilities import pytest_session
 
 
 def module(

@@ -15,12 +15,9 @@ from collections.abc import Mapping
 from types import ModuleType
 
 from ddpkit.errors import LaunchError
+from ddpkit.ranks.names import ENV_ISOLATED_TEST
 
-__all__ = ["ENV_ISOLATED_TEST", "PLUGIN", "check_not_a_pytest_session", "is_pytest_session"]
-
-#: Set to ``1`` by ddpkit's pytest plugin in the interpreter it starts for one isolated test
-#: (and inherited by the ranks that interpreter starts).
-ENV_ISOLATED_TEST = "DDPKIT_STANDALONE_CHILD"
+__all__ = ["PLUGIN", "check_not_a_pytest_session", "is_pytest_session"]
 #: The module name of ddpkit's pytest plugin, as ``-p`` takes it.
 PLUGIN = "ddpkit.testing.pytest_plugin"
 
