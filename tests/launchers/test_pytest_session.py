@@ -8,14 +8,11 @@ import sys
 import types
 
 import pytest
-from ddpkit.utilities.pytest_session import (
-    ENV_ISOLATED_TEST,
-    check_not_a_pytest_session,
-    is_pytest_session,
-)
 
 from ddpkit.errors import LaunchError
-from ddpkit.utilities import pytest_session
+from ddpkit.launchers import pytest_session
+from ddpkit.launchers.pytest_session import check_not_a_pytest_session, is_pytest_session
+from ddpkit.ranks.names import ENV_ISOLATED_TEST
 
 
 def module(

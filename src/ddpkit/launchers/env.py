@@ -11,7 +11,7 @@ from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnviron
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_STAGE_FILE
 
-__all__ = ["launchable_environment", "rank_env", "require_rendezvous", "requested_port"]
+__all__ = ["launchable_environment", "rank_env", "requested_port", "require_rendezvous"]
 
 
 def launchable_environment(plugin: DDPPlugin) -> ClusterEnvironment:
