@@ -6,7 +6,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ddpkit.accelerators.base import Accelerator
 from ddpkit.connector.types import AcceleratorName, LauncherName, PrecisionName, TrainingTypeName
+from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.training_type.base import TrainingTypePlugin
 
 __all__ = ["Choice", "Plan", "PlanWarning"]
 
@@ -55,13 +59,13 @@ class Plan:
     modern_call: str
     """The same request in today's spelling."""
     warnings: tuple[PlanWarning, ...] = ()
-    accelerator_instance: Any = None
-    training_type_instance: Any = None
+    accelerator_instance: Accelerator | None = None
+    training_type_instance: TrainingTypePlugin | None = None
     """The user's training-type instance; when another Trainer already uses it, this Trainer
     gets a copy of it (``copies_instance``), so that neither sees the other's decisions."""
     copies_instance: bool = False
-    environment_instance: Any = None
-    precision_instance: Any = None
+    environment_instance: ClusterEnvironment | None = None
+    precision_instance: PrecisionPlugin | None = None
 
     @property
     def num_processes(self) -> int:

@@ -157,7 +157,9 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     return Choice("local", "no torchrun or SLURM variables: ddpkit starts the ranks")
 
 
-def environment_of(req: Request, environment: Choice[str], env: Mapping[str, str]) -> Any:
+def environment_of(
+    req: Request, environment: Choice[str], env: Mapping[str, str]
+) -> ClusterEnvironment:
     """The environment instance the plan names (the user's, or one built to read ``env``)."""
     if req.environment_instance is not None:
         return req.environment_instance
