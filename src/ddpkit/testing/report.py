@@ -18,6 +18,7 @@ import pytest
 from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.rootcause import (
     CRASH_LINES,
+    RankVerdict,
     describe,
     finished,
     first_failure,
@@ -176,6 +177,63 @@ def _fail_with(reports: list[pytest.TestReport], text: str) -> None:
 # -- distributed ------------------------------------------------------------------------------
 
 
+def _headline(
+    spec: DistributedSpec, end: JobEnd, verdicts: list[RankVerdict], bad: list[RankVerdict]
+) -> str:
+    """The first lines of a failed distributed test's report: what happened, the root cause."""
+    shape = f"world_size={spec.world_size}, backend={spec.backend}"
+    root = verdicts[0]
+    if not bad:
+        head = f"distributed test ({shape}): every rank finished, but:"
+    elif end.timed_out:
+        head = (
+            f"distributed test timed out after {end.timeout or 0:g} s ({shape}); ddpkit ended "
+            f"every rank. Root cause: rank {root.end.rank}.{root_note(verdicts)}"
+        )
+    else:
+        lost = sum(v.status == "lost peer" for v in bad)
+        also = f" (and on {lost} more as a consequence)" if lost and lost < len(bad) else ""
+        head = (
+            f"distributed test failed on {len(bad) - lost if also else len(bad)} of "
+            f"{spec.world_size} ranks{also} ({shape}); root cause: rank {root.end.rank}."
+        )
+    missing = [v.end.rank for v in verdicts if v.status == "never arrived"]
+    if missing:
+        names = ", ".join(str(r) for r in missing)
+        head += (
+            f"\nRank{'s' if len(missing) > 1 else ''} {names} never arrived: "
+            f"{'they' if len(missing) > 1 else 'it'} did not reach init_process_group "
+            f"(stuck before the test: imports, collection or fixtures)."
+        )
+    return head
+
+
+def _failed(
+    item: pytest.Item,
+    spec: DistributedSpec,
+    end: JobEnd,
+    verdicts: list[RankVerdict],
+    extras: list[str],
+) -> list[pytest.TestReport]:
+    bad = [v for v in verdicts if v.bad]
+    root = verdicts[0]
+    described = [describe(v, i == 0 and v.bad) for i, v in enumerate(verdicts)]
+    text = "\n\n".join([_headline(spec, end, verdicts, bad), *described, *extras])
+    failure = first_failure(root.reports)
+    when: When = "call"
+    if failure is not None and failure.when in ("setup", "teardown"):
+        when = failure.when
+    # The captured output of each rank that failed on its own, as pytest shows a test's own
+    # (a consequence's is torch's noise about the lost peer).
+    sections = [
+        (f"rank {v.end.rank}: {name}", content)
+        for v in verdicts
+        if v.status == "failed" and (rank_failure := first_failure(v.reports)) is not None
+        for name, content in rank_failure.sections
+    ]
+    return failed_reports(item, when, text, sections)
+
+
 def distributed_reports(
     item: pytest.Item, spec: DistributedSpec, end: JobEnd, deserialize: Deserialize
 ) -> list[pytest.TestReport]:
@@ -192,48 +250,8 @@ def distributed_reports(
     ]
     if end.leftover:
         extras.append(_leftover_text(end))
-    bad = [v for v in verdicts if v.bad]
-    shape = f"world_size={spec.world_size}, backend={spec.backend}"
-    if bad or extras:
-        root = verdicts[0]
-        missing = [v.end.rank for v in verdicts if v.status == "never arrived"]
-        if not bad:
-            head = f"distributed test ({shape}): every rank finished, but:"
-        elif end.timed_out:
-            assert end.timeout is not None
-            head = (
-                f"distributed test timed out after {end.timeout:g} s ({shape}); ddpkit ended "
-                f"every rank. Root cause: rank {root.end.rank}.{root_note(verdicts)}"
-            )
-        else:
-            lost = sum(v.status == "lost peer" for v in bad)
-            also = f" (and on {lost} more as a consequence)" if lost and lost < len(bad) else ""
-            head = (
-                f"distributed test failed on {len(bad) - lost if also else len(bad)} of "
-                f"{spec.world_size} ranks{also} ({shape}); root cause: rank {root.end.rank}."
-            )
-        if missing:
-            names = ", ".join(str(r) for r in missing)
-            head += (
-                f"\nRank{'s' if len(missing) > 1 else ''} {names} never arrived: "
-                f"{'they' if len(missing) > 1 else 'it'} did not reach init_process_group "
-                f"(stuck before the test: imports, collection or fixtures)."
-            )
-        described = [describe(v, i == 0 and v.bad) for i, v in enumerate(verdicts)]
-        text = "\n\n".join([head, *described, *extras])
-        failure = first_failure(root.reports)
-        when: When = "call"
-        if failure is not None and failure.when in ("setup", "teardown"):
-            when = failure.when
-        # The captured output of each rank that failed on its own, as pytest shows a test's
-        # own (a consequence's is torch's noise about the lost peer).
-        sections = [
-            (f"rank {v.end.rank}: {name}", content)
-            for v in verdicts
-            if v.status == "failed" and (rank_failure := first_failure(v.reports)) is not None
-            for name, content in rank_failure.sections
-        ]
-        return failed_reports(item, when, text, sections)
+    if extras or any(v.bad for v in verdicts):
+        return _failed(item, spec, end, verdicts, extras)
     # Every rank finished cleanly: relay one rank's own reports (the first that skipped or
     # xfailed, else rank 0's), so that a skip keeps its reason and an xfail its mark.
     chosen = next((v for v in verdicts if v.status in ("skipped", "xfailed")), None)
