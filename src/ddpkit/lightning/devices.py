@@ -156,8 +156,9 @@ def lightning_devices(plan: Plan, built: Built, extra_plugins: list[Any]) -> Lig
     Lightning plugins that are no part of the plan (checkpoint IO, layer sync), passed on."""
     _check_runs_on_lightning(plan, built)
     strategy, strategy_text = _strategy(plan, built)
-    environment = to_lightning(built.cluster_environment)
-    plugins = [environment, *extra_plugins]
+    # One process has no cluster: Lightning's single-device strategy takes no environment.
+    single = plan.training_type.value == "single_device"
+    plugins = [*([] if single else [to_lightning(built.cluster_environment)]), *extra_plugins]
     accelerator = "gpu" if plan.accelerator.value == "gpu" else "cpu"
     devices = _devices(plan, built)
     precision = built.precision_plugin.precision

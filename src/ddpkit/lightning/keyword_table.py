@@ -140,7 +140,10 @@ def _auto_select_gpus(value: Any, rw: Rewrite) -> str | None:
     on_gpu = flag == "gpus" or rw.kwargs.get("accelerator") in ("gpu", "cuda")
     if not on_gpu or isinstance(count, bool) or not isinstance(count, int) or count < 1:
         return None  # 1.x picked GPUs only for an integer count of them
-    from lightning_fabric.accelerators.cuda import find_usable_cuda_devices
+    from lightning_fabric.accelerators.cuda import find_usable_cuda_devices, num_cuda_devices
+
+    if num_cuda_devices() == 0:
+        return None  # nothing to pick from: the connector says so, with the fix
 
     rw.kwargs[flag] = find_usable_cuda_devices(count)
     return f"devices=find_usable_cuda_devices({count})"

@@ -69,7 +69,7 @@ class Rewrite:
     def set(self, name: str, value: Any) -> None:
         """Set a 2.x keyword that the current 1.x one became, unless the user set it otherwise."""
         source = self.current
-        if name in self.given and self.given[name] != value:
+        if self.given.get(name) is not None and self.given[name] != value:
             raise MisconfigurationError(
                 f"Trainer({source}, {name}={self.given[name]!r}): {source} means {name}="
                 f"{value!r}, which contradicts {name}={self.given[name]!r}. Fix: pass only "
