@@ -16,7 +16,8 @@ except ModuleNotFoundError as err:  # pragma: no cover - the extra is installed 
         "Fix: pip install 'ddpkit[lightning]' (pytorch-lightning>=2.5,<3)."
     ) from err
 
+from ddpkit.lightning.supervised import SupervisedDDPStrategy
 from ddpkit.lightning.trainer import Trainer
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 
-__all__ = ["DDPPlugin", "DDPSpawnPlugin", "Trainer"]
+__all__ = ["DDPPlugin", "DDPSpawnPlugin", "SupervisedDDPStrategy", "Trainer"]

@@ -129,7 +129,7 @@ def _check_runs_on_lightning(plan: Plan, built: Built) -> None:
             )
 
 
-def _strategy(plan: Plan, built: Built) -> tuple[Strategy, str | None]:
+def _strategy(plan: Plan, built: Built, supervise: bool) -> tuple[Strategy, str | None]:
     plugin = built.training_type
     if plan.training_type.value == "single_device":
         return SingleDeviceStrategy(device=plugin.root_device), None
@@ -139,8 +139,13 @@ def _strategy(plan: Plan, built: Built) -> tuple[Strategy, str | None]:
     if plan.launcher.value == "spawn" and isinstance(plugin, DDPSpawnPlugin):
         start_method = plugin.start_method
     options = ddp_options(plugin)
+    spelling = strategy_spelling(start_method, options)
+    if supervise:
+        from ddpkit.lightning.supervised import SupervisedDDPStrategy
+
+        return SupervisedDDPStrategy.from_built(built, start_method, options), spelling
     strategy = DDPStrategy(start_method=start_method, **options)  # type: ignore[arg-type]
-    return strategy, strategy_spelling(start_method, options)
+    return strategy, spelling
 
 
 def _devices(plan: Plan, built: Built) -> int | list[int]:
@@ -151,11 +156,16 @@ def _devices(plan: Plan, built: Built) -> int | list[int]:
     return len(ids) if ids == list(range(len(ids))) else ids
 
 
-def lightning_devices(plan: Plan, built: Built, extra_plugins: list[Any]) -> LightningDevices:
+def lightning_devices(
+    plan: Plan, built: Built, extra_plugins: list[Any], *, supervise: bool = False
+) -> LightningDevices:
     """Lightning's objects for the plan the connector resolved; ``extra_plugins`` are the user's
-    Lightning plugins that are no part of the plan (checkpoint IO, layer sync), passed on."""
+    Lightning plugins that are no part of the plan (checkpoint IO, layer sync), passed on.
+    ``supervise``: DDP runs as :class:`~ddpkit.lightning.SupervisedDDPStrategy` on the launcher
+    the connector built; :attr:`LightningDevices.call` still names plain Lightning's spelling of
+    the same training."""
     _check_runs_on_lightning(plan, built)
-    strategy, strategy_text = _strategy(plan, built)
+    strategy, strategy_text = _strategy(plan, built, supervise)
     # One process has no cluster: Lightning's single-device strategy takes no environment.
     single = plan.training_type.value == "single_device"
     plugins = [*([] if single else [to_lightning(built.cluster_environment)]), *extra_plugins]

@@ -87,7 +87,9 @@ def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
     return callbacks
 
 
-def _resolve(kwargs: dict[str, Any], probe: Probe | None) -> tuple[Plan, LightningDevices, list]:
+def _resolve(
+    kwargs: dict[str, Any], probe: Probe | None, supervise: bool
+) -> tuple[Plan, LightningDevices, list[str]]:
     call = DeviceCall.of(kwargs)
     # The connector warns in its own words (ddpkit's spelling); the Trainer warns once, in
     # Lightning's. Its other warnings are passed on as they are.
@@ -100,7 +102,9 @@ def _resolve(kwargs: dict[str, Any], probe: Probe | None) -> tuple[Plan, Lightni
         if issubclass(w.category, DDPKitWarning)
         and not issubclass(w.category, DDPKitDeprecationWarning)
     ]
-    devices = lightning_devices(connector.plan, connector.built, call.passthrough)
+    devices = lightning_devices(
+        connector.plan, connector.built, call.passthrough, supervise=supervise
+    )
     return connector.plan, devices, notes
 
 
@@ -120,7 +124,14 @@ def _device_message(plan: Plan, devices: LightningDevices) -> str:
 
 
 def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
-    """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one)."""
+    """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one).
+
+    ``supervise=True`` (ddpkit's own keyword) resolves any device call through the connector,
+    1.x or 2.x spelling, and runs DDP on ddpkit's launchers (``SupervisedDDPStrategy``)."""
+    kwargs = dict(kwargs)
+    supervise = kwargs.pop("supervise", False)
+    if not isinstance(supervise, bool):
+        raise MisconfigurationError(f"Trainer(supervise={supervise!r}): pass True or False.")
     _check_names(kwargs)
     rewrite = Rewrite(kwargs={k: v for k, v in kwargs.items() if k not in KEYWORDS}, given=kwargs)
     for name, keyword in KEYWORDS.items():
@@ -130,9 +141,10 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
     callbacks = _callbacks(lightning.get("callbacks"), rewrite)
     if callbacks is not None:
         lightning["callbacks"] = callbacks
-    if not is_legacy_device_call(lightning):
+    legacy = is_legacy_device_call(lightning)
+    if not legacy and not supervise:
         return Translation(kwargs=lightning, rewrite=rewrite, deprecations=tuple(rewrite.messages))
-    plan, devices, notes = _resolve(lightning, probe)
+    plan, devices, notes = _resolve(lightning, probe, supervise)
     for name in DEVICE_KEYWORDS:
         lightning.pop(name, None)
     lightning.update(devices.kwargs())
@@ -141,6 +153,9 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
         rewrite=rewrite,
         plan=plan,
         devices=devices,
-        deprecations=(_device_message(plan, devices), *rewrite.messages),
+        deprecations=(
+            *([_device_message(plan, devices)] if legacy else []),
+            *rewrite.messages,
+        ),
         notes=tuple(notes),
     )
