@@ -60,14 +60,24 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize("call", sorted(MISSION))
+@pytest.mark.parametrize(
+    ("call", "supervise"),
+    [
+        *((call, False) for call in sorted(MISSION)),
+        # ddpkit's launchers under Lightning's loop: the same run, supervised.
+        ("ddp_cpu+DDPSpawnPlugin", True),
+        ("ddp_cpu+DDPPlugin", True),
+    ],
+)
 def test_mission_call_runs_on_lightning_like_the_modern_spelling(
-    call: str, tmp_path: Path, references: dict[str, dict[str, Any]]
+    call: str, supervise: bool, tmp_path: Path, references: dict[str, dict[str, Any]]
 ) -> None:
     launcher, strategy = MISSION[call]
     out = tmp_path / "run"
-    ours = run_script(out, "--trainer", "ddpkit", "--call", call)
+    flags = ("--supervise",) if supervise else ()
+    ours = run_script(out, "--trainer", "ddpkit", "--call", call, *flags)
     reference = references[strategy]
+    assert ours["strategy"] == ("SupervisedDDPStrategy" if supervise else "DDPStrategy")
 
     # One warning for the device flags, naming a Lightning 2.x call with this launcher; one per
     # 1.x keyword of the script.

@@ -221,6 +221,7 @@ def main() -> None:
             "current_epoch": trainer.current_epoch,
             "global_step": trainer.global_step,
             "pid": os.getpid(),
+            "strategy": type(trainer.strategy).__name__,
         },
         out / "result.pt",
     )
