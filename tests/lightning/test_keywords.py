@@ -123,6 +123,8 @@ def test_a_mapped_keyword_warns_once_with_its_2x_spelling(
         {"truncated_bptt_steps": None},
         {"automatic_optimization": True},
         {"resume_from_checkpoint": None},
+        {"gpus": None},
+        {"num_processes": None},
     ],
 )
 def test_a_value_that_asks_for_the_2x_default_says_drop_it(kwargs: dict[str, Any]) -> None:
@@ -257,7 +259,10 @@ def test_1x_stage_keywords_are_renamed(tmp_path: Path) -> None:
             {"multiple_trainloader_mode": "max"},
             r"Lightning 1\.x took 'max_size_cycle' or 'min_size'",
         ),
-        ({"amp_backend": "apex"}, r"NVIDIA Apex\. Fix: drop it and pass precision='16-mixed'"),
+        (
+            {"amp_backend": "apex"},
+            r"NVIDIA Apex went with it\. Fix: drop it and pass precision='16-mixed'",
+        ),
         ({"amp_level": "O2"}, r"NVIDIA Apex"),
         ({"truncated_bptt_steps": 5}, r"manual optimization"),
         ({"automatic_optimization": False}, r"self\.automatic_optimization = False"),

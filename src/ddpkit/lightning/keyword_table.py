@@ -240,7 +240,7 @@ def _profiler(value: Any, rw: Rewrite) -> str | None:
     return "profiler='simple'" if value else "profiler=None"
 
 
-_APEX = "Lightning 2.0 removed NVIDIA Apex"
+_APEX = "NVIDIA Apex went with it"
 _REMOVED: list[tuple[str, str, Any]] = [
     ("resume_from_checkpoint", "2.0", _resume_from_checkpoint),
     ("progress_bar_refresh_rate", "1.7", _progress_bar_refresh_rate),
@@ -288,7 +288,7 @@ _REMOVED: list[tuple[str, str, Any]] = [
         "truncated_bptt_steps",
         "2.0",
         _refused(
-            "Lightning 2.0 removed truncated backpropagation through time",
+            "truncated backpropagation through time went with it",
             "split the sequence in training_step, with manual optimization "
             "(self.automatic_optimization = False)",
             default=0,

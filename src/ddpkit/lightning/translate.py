@@ -138,6 +138,13 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
         if name in kwargs:
             keyword.apply(kwargs[name], rewrite)
     lightning = rewrite.kwargs
+    for name in _LEGACY_DEVICE_KEYWORDS:
+        if name in lightning and lightning[name] is None:  # 1.x's default: no device flag at all
+            del lightning[name]
+            rewrite.messages.append(
+                f"Trainer({name}=None): removed in Lightning 2.0; it asks for what Lightning 2.x "
+                f"does. Fix: drop it."
+            )
     callbacks = _callbacks(lightning.get("callbacks"), rewrite)
     if callbacks is not None:
         lightning["callbacks"] = callbacks
