@@ -40,9 +40,35 @@ class Base(pl.LightningModule):
         self.fits += 1  # the stage started
 
 
-class WithEpochEnd(Base):
-    def training_epoch_end(self, outputs: Any) -> None:
-        pass
+class OneX(Base):
+    """A 1.x module: epoch-end hooks that take the step outputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, list[Any]] = {"train": [], "val": [], "test": []}
+
+    def training_step(self, batch: Any, batch_idx: int) -> dict[str, Any]:
+        return {"loss": self.layer(batch[0]).pow(2).mean(), "rows": len(batch[0])}
+
+    def training_epoch_end(self, outputs: list[dict[str, Any]]) -> None:
+        self.seen["train"].append(outputs)
+        self.log("train_mean", torch.stack([o["loss"] for o in outputs]).mean())
+
+    def validation_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        return self.layer(batch[0]).pow(2).mean()
+
+    def validation_epoch_end(self, outputs: list[torch.Tensor]) -> None:
+        self.seen["val"].append(outputs)
+        self.log("val_mean", torch.stack(outputs).mean())
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.ones(6, 2)), batch_size=2)
+
+    def test_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> int:
+        return dataloader_idx
+
+    def test_epoch_end(self, outputs: list[list[int]]) -> None:
+        self.seen["test"].append(outputs)
 
 
 class WithOnEpochEnd(Base):
@@ -61,28 +87,46 @@ class OneXEpochEnd(pl.Callback):
 
 
 def trainer(tmp_path: Path, **kwargs: Any) -> Trainer:
+    kwargs.setdefault("max_steps", 1)
+    kwargs.setdefault("enable_checkpointing", "callbacks" in kwargs)
     return Trainer(
         accelerator="cpu",
         devices=1,
-        max_steps=1,
         logger=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        enable_checkpointing=False,
         default_root_dir=tmp_path,
         **kwargs,
     )
 
 
-def test_a_1x_epoch_end_hook_is_refused_before_the_stage_starts(tmp_path: Path) -> None:
-    model = WithEpochEnd()
-    with pytest.raises(
-        MisconfigurationError,
-        match=r"WithEpochEnd\.training_epoch_end: removed in Lightning 2\.0.*"
-        r"Fix: move it to on_train_epoch_end",
-    ):
-        trainer(tmp_path).fit(model)
-    assert model.fits == 0
+def test_1x_epoch_end_hooks_run_with_the_step_outputs_as_in_1x(tmp_path: Path) -> None:
+    model = OneX()
+    best = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_mean")
+    run = trainer(tmp_path, max_steps=-1, max_epochs=2, num_sanity_val_steps=0, callbacks=[best])
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        run.fit(model)
+    messages = sorted(str(w.message) for w in record if w.category is DDPKitDeprecationWarning)
+    assert [m.split("(")[0] for m in messages] == [
+        "OneX.training_epoch_end",
+        "OneX.validation_epoch_end",
+    ]
+    assert "Lightning 2.x's spelling: on_train_epoch_end" in messages[0]
+    # Once per epoch, with every step's output: {"loss": detached loss, ...} for training.
+    assert [len(outputs) for outputs in model.seen["train"]] == [2, 2]
+    first = model.seen["train"][0][0]
+    assert set(first) == {"loss", "rows"} and not first["loss"].requires_grad
+    assert [len(outputs) for outputs in model.seen["val"]] == [3, 3]
+    # What they logged is a metric the checkpoint callback (which runs after them) can monitor.
+    assert {"train_mean", "val_mean"} <= set(run.callback_metrics)
+    assert Path(best.best_model_path).is_file()
+    assert "training_epoch_end" not in vars(model)  # the stage put the module back as it was
+    assert not any(type(c).__name__ == "EpochEndOutputs" for c in run.callbacks)
+
+    loaders = [model.val_dataloader(), model.val_dataloader()]
+    with pytest.warns(DDPKitDeprecationWarning, match=r"OneX\.test_epoch_end\(outputs\)"):
+        run.test(model, dataloaders=loaders, verbose=False)
+    assert model.seen["test"] == [[[0, 0, 0], [1, 1, 1]]]  # one list per loader, as in 1.x
 
 
 def test_a_1x_signature_is_refused_before_the_stage_starts(tmp_path: Path) -> None:

@@ -1,12 +1,12 @@
 """Lightning 1.x hooks in a module or callback, found before any rank starts.
 
-Lightning 2.x refuses a module's 1.x epoch-end hooks, but only inside every rank, after the ranks
-started; it never calls the other removed hooks (``on_epoch_end``, ``on_batch_end``,
+Lightning 2.x never calls the removed hooks (``on_epoch_end``, ``on_batch_end``,
 ``training_step_end`` ...) and says nothing; and a 1.x signature of a hook it still has
-(``on_train_batch_start(..., dataloader_idx)``) is a ``TypeError`` deep in the loop. ddpkit looks
-before the stage starts: a hook Lightning would refuse, or call with fewer arguments than it
-takes, is a ``MisconfigurationError`` naming the 2.x hook; a hook Lightning would never call is a
-``DDPKitDeprecationWarning`` naming the 2.x hook to move it to.
+(``on_train_batch_start(..., dataloader_idx)``) is a ``TypeError`` deep in the loop, inside every
+rank. ddpkit looks before the stage starts: a hook Lightning would call with fewer arguments than
+it takes is a ``MisconfigurationError`` naming the parameter; a hook Lightning would never call is
+a ``DDPKitDeprecationWarning`` naming the 2.x hook to move it to. (The 1.x epoch-end hooks, which
+Lightning 2.x refuses, keep running: :mod:`ddpkit.lightning.epoch_end`.)
 """
 
 from __future__ import annotations
@@ -22,13 +22,6 @@ from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["check_hooks"]
 
-_EPOCH_END = "keep what you need from each step in an attribute of the module"
-#: Module hooks Lightning 2.x refuses: (removed in, the 2.x hook).
-REFUSED_MODULE_HOOKS = {
-    "training_epoch_end": ("2.0", f"on_train_epoch_end ({_EPOCH_END})"),
-    "validation_epoch_end": ("2.0", f"on_validation_epoch_end ({_EPOCH_END})"),
-    "test_epoch_end": ("2.0", f"on_test_epoch_end ({_EPOCH_END})"),
-}
 _EPOCH = "on_train_epoch_{0}, on_validation_epoch_{0} or on_test_epoch_{0}"
 #: Module hooks Lightning 2.x never calls.
 IGNORED_MODULE_HOOKS = {
@@ -95,12 +88,6 @@ def _check_signatures(obj: Any, base: type) -> None:
 def check_hooks(model: Any, callbacks: Iterable[Any]) -> None:
     """Refuse or warn about the 1.x hooks of ``model`` and of each callback (see the module)."""
     if isinstance(model, pl.LightningModule):
-        for name, (removed, instead) in REFUSED_MODULE_HOOKS.items():
-            if _defines(model, name):
-                raise MisconfigurationError(
-                    f"{type(model).__name__}.{name}: removed in Lightning {removed}, and "
-                    f"Lightning 2.x refuses a module that defines it. Fix: move it to {instead}."
-                )
         _check_signatures(model, pl.LightningModule)
         _warn_ignored(model, IGNORED_MODULE_HOOKS)
     for callback in callbacks:

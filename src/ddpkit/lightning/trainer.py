@@ -3,7 +3,9 @@ spellings."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import pytorch_lightning as pl
@@ -11,6 +13,7 @@ from pytorch_lightning.loggers import CSVLogger
 
 from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.lightning.epoch_end import epoch_end_hooks
 from ddpkit.lightning.hooks import check_hooks
 from ddpkit.lightning.keywords import Rewrite
 from ddpkit.lightning.translate import translate
@@ -76,23 +79,30 @@ class Trainer(pl.Trainer):
         return f"{self.plan.explain()}\n  lightning call   {self.lightning_call}"
 
     def fit(self, *args: Any, **kwargs: Any) -> None:
-        bound = self._stage("fit", args, kwargs)
-        if bound.get("ckpt_path") is None and self._rewrite.resume_from_checkpoint is not None:
-            bound["ckpt_path"] = self._rewrite.resume_from_checkpoint
-        super().fit(**bound)
+        with self._stage("fit", args, kwargs) as bound:
+            if bound.get("ckpt_path") is None and self._rewrite.resume_from_checkpoint is not None:
+                bound["ckpt_path"] = self._rewrite.resume_from_checkpoint
+            super().fit(**bound)
 
     def validate(self, *args: Any, **kwargs: Any) -> Any:
-        return super().validate(**self._stage("validate", args, kwargs))
+        with self._stage("validate", args, kwargs) as bound:
+            return super().validate(**bound)
 
     def test(self, *args: Any, **kwargs: Any) -> Any:
-        return super().test(**self._stage("test", args, kwargs))
+        with self._stage("test", args, kwargs) as bound:
+            return super().test(**bound)
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
-        return super().predict(**self._stage("predict", args, kwargs))
+        with self._stage("predict", args, kwargs) as bound:
+            return super().predict(**bound)
 
-    def _stage(self, stage: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    @contextlib.contextmanager
+    def _stage(
+        self, stage: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[dict[str, Any]]:
         """Before any rank starts: 1.x keyword names of the stage renamed (with a warning), the
-        1.x Trainer keywords that act on the module applied, and 1.x hooks checked."""
+        1.x Trainer keywords that act on the module applied, 1.x hooks checked, and the 1.x
+        epoch-end hooks of the module carried for the length of the stage."""
         for old, new in _STAGE_KEYWORDS[stage].items():
             if old in kwargs:
                 rank_zero_warn(
@@ -105,13 +115,14 @@ class Trainer(pl.Trainer):
         bound = signature.bind(self, *args, **kwargs).arguments
         bound.pop("self")
         model = bound.get("model") or self.lightning_module
-        datamodules = [bound.get("datamodule"), *bound.values()]
         if self._rewrite.prepare_data_per_node is not None:
-            for obj in [model, *datamodules]:
+            for obj in [model, *bound.values()]:
                 if isinstance(obj, pl.LightningModule | pl.LightningDataModule):
                     obj.prepare_data_per_node = self._rewrite.prepare_data_per_node
-        check_hooks(model, self.callbacks)  # type: ignore[attr-defined]  # set by Lightning
-        return bound
+        callbacks: list[Any] = self.callbacks  # type: ignore[attr-defined]  # set by Lightning
+        check_hooks(model, callbacks)
+        with epoch_end_hooks(stage, model, callbacks):
+            yield bound
 
     def tune(
         self,
