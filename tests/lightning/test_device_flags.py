@@ -82,6 +82,11 @@ CALLS: dict[str, tuple[dict[str, Any], str, str]] = {
         "ddp_spawn",
     ),
     "ddp_cpu_spawn": ({"accelerator": "ddp_cpu_spawn", "num_processes": 2}, "spawn", "ddp_spawn"),
+    "strategy=DDPPlugin()": (
+        {"accelerator": "cpu", "devices": 2, "strategy": DDPPlugin()},
+        "popen",
+        "ddp",
+    ),
     "registry string": (
         {"num_processes": 2, "plugins": ["ddp_find_unused_parameters_true"]},
         "popen",
