@@ -121,6 +121,7 @@ def what_the_user_sees(run: FaultRun) -> str:
             line = m.group(1).strip()
             break
     line = re.sub(r"pid \d+", "pid …", line)
+    line = re.sub(r"(MASTER_PORT=|127\.0\.0\.1:)\d+", r"\1…", line)  # a free port of the run
     line = re.sub(r"\d+\.\d s", "… s", line)
     if len(line) > 150:
         line = line[:147] + "..."
