@@ -30,7 +30,9 @@ def test_a_1x_call_with_supervise_runs_on_ddpkits_spawn_launcher() -> None:
     assert isinstance(strategy.launcher.ddpkit, ddpkit.launchers.SpawnLauncher)
     # The very objects the connector built: its plugin connects the ranks.
     assert strategy.launcher.ddpkit.plugin is strategy.ddpkit_plugin
-    assert trainer.lightning_call == "Trainer(accelerator='cpu', devices=2, strategy='ddp_spawn')"
+    assert trainer.lightning_call == (
+        "Trainer(accelerator='cpu', devices=2, strategy='ddp_spawn_find_unused_parameters_true')"
+    )
 
 
 def test_a_modern_call_with_supervise_is_resolved_by_the_connector_without_a_warning() -> None:

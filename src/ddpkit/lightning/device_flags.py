@@ -27,13 +27,19 @@ from pytorch_lightning.strategies import Strategy, StrategyRegistry
 
 from ddpkit.accelerators import Accelerator
 from ddpkit.connector import Flags
-from ddpkit.connector.flags import LEGACY_ACCELERATORS
+from ddpkit.connector.translate import LEGACY_ACCELERATORS
 from ddpkit.errors import MisconfigurationError
-from ddpkit.lightning.environments import FromLightning
+from ddpkit.lightning.environments import from_lightning, lightning_spelling
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
 
-__all__ = ["DEVICE_KEYWORDS", "DeviceCall", "is_legacy_device_call", "removed_strategy"]
+__all__ = [
+    "DEVICE_KEYWORDS",
+    "DeviceCall",
+    "is_legacy_device_call",
+    "quoted",
+    "removed_strategy",
+]
 
 #: The Trainer keywords the connector resolves.
 DEVICE_KEYWORDS = (
@@ -109,10 +115,10 @@ class DeviceCall:
 
     @classmethod
     def of(cls, kwargs: Mapping[str, Any]) -> DeviceCall:
-        given = {k: kwargs[k] for k in DEVICE_KEYWORDS if k in kwargs}
+        given = {k: v for k, v in kwargs.items() if k in DEVICE_KEYWORDS}  # the user's order
         if given.get("precision") is None:
             given.pop("precision", None)  # Lightning's default; the connector's is 32-true
-        call = Flags.of(**given).call()  # as the user wrote it, before any sorting
+        call = quoted(given)  # as the user wrote it, before any sorting
         plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
         if plugins:
             given["plugins"] = plugins
@@ -128,7 +134,7 @@ def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
     passthrough: list[Any] = []
     for plugin in items:
         if isinstance(plugin, LightningClusterEnvironment):
-            mine.append(FromLightning(plugin))
+            mine.append(from_lightning(plugin))
         elif isinstance(plugin, CheckpointIO | LayerSync):
             passthrough.append(plugin)
         elif isinstance(plugin, Precision):
@@ -156,12 +162,29 @@ def _refuse_lightning_objects(call: str, given: dict[str, Any]) -> None:
     )
     accelerator = given.get("accelerator")
     if lightning_only or isinstance(accelerator, LightningAccelerator):
-        what = f"strategy={strategy!r}" if lightning_only else f"accelerator={accelerator!r}"
+        name, value = ("strategy", strategy) if lightning_only else ("accelerator", accelerator)
+        what = f"{name}={_show(value)}"
         raise MisconfigurationError(
             f"{call}: {what} is Lightning 2.x's own, and Lightning 2.x resolves its own objects "
             f"only with its own device flags. Fix: spell the devices the Lightning 2.x way, "
             f"{modern}, and keep {what}."
         )
+
+
+def _show(value: Any) -> str:
+    """As the user wrote it, near enough: Lightning's objects have no repr of their own, so they
+    show as ``DDPStrategy(...)``."""
+    if isinstance(value, str | int | float | bool | type(None)):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return f"[{', '.join(_show(v) for v in value)}]"
+    shown = lightning_spelling(value)
+    return f"{type(value).__name__}(...)" if shown == f"{type(value).__name__}()" else shown
+
+
+def quoted(given: Mapping[str, Any]) -> str:
+    """The device flags of a call, for messages: ``Trainer(gpus=2, strategy=DDPStrategy(...))``."""
+    return f"Trainer({', '.join(f'{name}={_show(value)}' for name, value in given.items())})"
 
 
 def _modern_device_words(given: dict[str, Any]) -> str:

@@ -93,8 +93,6 @@ def ddp_options(plugin: DDPPlugin) -> dict[str, Any]:
         if getattr(plugin, name):
             options[name] = True
     options.update(plugin.ddp_kwargs)
-    if plugin.process_group_backend is not None:
-        options["process_group_backend"] = plugin.process_group_backend
     if plugin.timeout is not None:
         options["timeout"] = plugin.timeout
     return options
@@ -139,6 +137,14 @@ def _strategy(plan: Plan, built: Built, supervise: bool) -> tuple[Strategy, str 
     if plan.launcher.value == "spawn" and isinstance(plugin, DDPSpawnPlugin):
         start_method = plugin.start_method
     options = ddp_options(plugin)
+    # The plan's backend (the plugin's, 1.x's PL_TORCH_DISTRIBUTED_BACKEND, the accelerator's),
+    # named only where Lightning would not choose the same.
+    default = "nccl" if plan.accelerator.value == "gpu" else "gloo"
+    timeout = options.pop("timeout", None)
+    if plugin.process_group_backend is not None or plan.backend.value not in (None, default):
+        options["process_group_backend"] = plan.backend.value
+    if timeout is not None:
+        options["timeout"] = timeout
     spelling = strategy_spelling(start_method, options)
     if supervise:
         from ddpkit.lightning.supervised import SupervisedDDPStrategy

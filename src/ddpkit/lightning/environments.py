@@ -6,7 +6,9 @@ hands Lightning the matching object of its own. ddpkit's three built-in environm
 Lightning's three; any other environment is the user's own and is carried across as it is:
 
 - a Lightning environment in ``plugins=[...]`` (1.x users wrote ``plugins=[SLURMEnvironment()]``)
-  enters the connector as :class:`FromLightning` and comes back out as the user's own object;
+  enters the connector as :class:`FromLightning` (Lightning's default ``LightningEnvironment``
+  as ddpkit's local one, :class:`LightningEnvironment`) and comes back out as the user's own
+  object;
 - a ddpkit environment of the user's (a ``ClusterEnvironment`` subclass) runs on Lightning as
   :class:`ToLightning`, which asks it every question Lightning asks.
 """
@@ -17,7 +19,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lightning_fabric.plugins import ClusterEnvironment as LightningClusterEnvironment
-from lightning_fabric.plugins.environments.lightning import LightningEnvironment
+from lightning_fabric.plugins.environments.lightning import (
+    LightningEnvironment as LightningsLightningEnvironment,
+)
 from lightning_fabric.plugins.environments.slurm import (
     SLURMEnvironment as LightningSLURMEnvironment,
 )
@@ -32,14 +36,30 @@ from ddpkit.plugins.environments import (
     TorchElasticEnvironment,
 )
 
-__all__ = ["FromLightning", "ToLightning", "to_lightning"]
+__all__ = ["FromLightning", "LightningEnvironment", "ToLightning", "from_lightning", "to_lightning"]
 
 #: ddpkit's built-in environments and the Lightning classes that read the same variables.
 _BUILT_IN: dict[type[ClusterEnvironment], type[LightningClusterEnvironment]] = {
-    LocalEnvironment: LightningEnvironment,
+    LocalEnvironment: LightningsLightningEnvironment,
     TorchElasticEnvironment: LightningTorchElasticEnvironment,
     SLURMEnvironment: LightningSLURMEnvironment,
 }
+
+
+class LightningEnvironment(LocalEnvironment):
+    """Lightning's own ``LightningEnvironment`` (the default one: ranks started on this machine),
+    passed by the user with 1.x device flags. To the connector it is what it means — ddpkit's
+    local environment, the user's own — and Lightning gets the user's object back."""
+
+    def __init__(self, environment: LightningClusterEnvironment) -> None:
+        super().__init__()
+        self.lightning = environment
+
+    def __repr__(self) -> str:
+        return "LightningEnvironment()"
+
+    def __getstate__(self) -> dict[str, object]:
+        return super().__getstate__()
 
 
 class FromLightning(ClusterEnvironment):
@@ -136,11 +156,19 @@ class ToLightning(LightningClusterEnvironment):
         return repr(self.ddpkit)
 
 
+def from_lightning(environment: LightningClusterEnvironment) -> ClusterEnvironment:
+    """A Lightning environment of the user's, as the connector sees it: Lightning's default one
+    is ddpkit's local environment; any other answers from the Lightning object."""
+    if type(environment) is LightningsLightningEnvironment:
+        return LightningEnvironment(environment)
+    return FromLightning(environment)
+
+
 def to_lightning(environment: ClusterEnvironment) -> LightningClusterEnvironment:
     """The Lightning environment that reads what ``environment`` reads: the user's own object
     for a Lightning environment they passed, Lightning's class for ddpkit's three built-ins (by
     exact type: a subclass of the user's has its own answers), else :class:`ToLightning`."""
-    if isinstance(environment, FromLightning):
+    if isinstance(environment, FromLightning | LightningEnvironment):
         return environment.lightning
     lightning = _BUILT_IN.get(type(environment))
     if lightning is not None:

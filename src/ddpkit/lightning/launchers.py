@@ -9,7 +9,9 @@ stage's name first), which starts, supervises and ends the ranks:
   traceback, and keeps the children for the next stage of the script;
 - :class:`SpawnLauncher` (``DDPSpawnPlugin``): every rank is spawned; rank zero's results come back
   the way Lightning's own spawn launcher brings them (weights, best checkpoint path, trainer
-  state, ``callback_metrics``), through ddpkit's private result file.
+  state, ``callback_metrics``), through ddpkit's private result file;
+- :class:`RankLauncher`: in a rank the subprocess launcher (or torchrun, srun) started, whose plan
+  launches nothing: the rank's side of ddpkit's launcher protocol around the stage.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from pytorch_lightning.strategies.launchers.multiprocessing import (
 from pytorch_lightning.trainer.states import TrainerFn
 
 from ddpkit.launchers import Launcher
+from ddpkit.ranks.protocol import rank_stage
 
-__all__ = ["SpawnLauncher", "SubprocessLauncher"]
+__all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
 
 
 def _stage_name(trainer: pl.Trainer | None) -> str:
@@ -59,6 +62,27 @@ class SubprocessLauncher(_Launcher):
     def kill(self, signum: Any) -> None:
         """Lightning asks on SIGTERM and Ctrl-C; ddpkit's supervisor already ends every rank
         (SIGTERM, then SIGKILL after a grace period) and reports how each ended."""
+
+
+class RankLauncher(_Launcher):
+    """In a rank something else started — a child of ddpkit's subprocess launcher, torchrun,
+    srun — nothing is launched: the stage runs here, inside the rank's side of ddpkit's launcher
+    protocol (``ddpkit.ranks.protocol.rank_stage``: the rank ends with its launcher, counts its
+    stages, and a stage that raises leaves its traceback for rank 0's supervisor; nothing at all
+    outside ddpkit's launchers)."""
+
+    @property
+    def is_interactive_compatible(self) -> bool:
+        return True
+
+    def launch(
+        self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
+    ) -> Any:
+        with rank_stage():
+            return function(*args, **kwargs)
+
+    def kill(self, signum: Any) -> None:
+        """Nothing to end: this rank started no other."""
 
 
 def _run_spawned(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import signal
 import warnings
 from collections.abc import Iterator
@@ -36,8 +37,9 @@ from ddpkit.connector import AcceleratorConnector, Built, Flags
 from ddpkit.errors import DDPKitWarning
 from ddpkit.launchers import Launcher
 from ddpkit.lightning.environments import FromLightning
-from ddpkit.lightning.launchers import SpawnLauncher, SubprocessLauncher
-from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin, LocalEnvironment
+from ddpkit.lightning.launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
+from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
+from ddpkit.ranks.names import ENV_PARENT_PID
 
 __all__ = ["SupervisedDDPStrategy"]
 
@@ -77,7 +79,7 @@ class SupervisedDDPStrategy(DDPStrategy):
         if not isinstance(plugin, DDPPlugin):
             raise TypeError(f"a DDP plan has a DDP plugin, not {plugin!r}")
         ddp = {k: v for k, v in options.items() if k not in ("timeout", "process_group_backend")}
-        strategy = cls(start_method, plugin.timeout, plugin.process_group_backend, **ddp)
+        strategy = cls(start_method, plugin.timeout, options.get("process_group_backend"), **ddp)
         strategy._ddpkit, strategy._ddpkit_launcher = plugin, built.launcher
         return strategy
 
@@ -119,8 +121,8 @@ class SupervisedDDPStrategy(DDPStrategy):
         if self._ddpkit is None:
             self._resolve()
         launcher = self._ddpkit_launcher
-        if launcher is None:  # torchrun or srun started every rank
-            super()._configure_launcher()
+        if launcher is None:  # this rank was started by ddpkit's launcher, torchrun or srun
+            self._launcher = RankLauncher()
         elif self._start_method == "popen":
             self._launcher = SubprocessLauncher(launcher)
         else:
@@ -151,9 +153,7 @@ class SupervisedDDPStrategy(DDPStrategy):
         would never get there, and the supervisor would have to wait out its grace period before
         SIGKILL. The user's own process (rank 0 of the subprocess launcher) keeps Lightning's
         handler, which then calls ddpkit's."""
-        environment = self._ddpkit.cluster_environment if self._ddpkit is not None else None
-        launched = isinstance(environment, LocalEnvironment) and environment.is_launched_child
-        if self._ddpkit_launcher is not None and launched:
+        if ENV_PARENT_PID in os.environ:  # the launcher's mark on the ranks it started
             with contextlib.suppress(ValueError):  # not the main thread: signals are not ours
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
