@@ -1,5 +1,5 @@
 """SupervisedDDPStrategy is built on the objects ddpkit's connector resolves (no process starts
-here; the runs are in test_missions.py and test_faults.py)."""
+here; the runs are in test_missions.py and test_lightning_faults.py)."""
 
 from __future__ import annotations
 
