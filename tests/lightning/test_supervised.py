@@ -86,3 +86,12 @@ def test_supervise_takes_a_bool() -> None:
         MisconfigurationError, match=r"Trainer\(supervise='yes'\): pass True or False"
     ):
         Trainer(supervise="yes")
+
+
+def test_a_start_method_ddpkit_does_not_have_is_refused() -> None:
+    with pytest.raises(
+        MisconfigurationError,
+        match=r"SupervisedDDPStrategy\(start_method='fork'\): ddpkit starts ranks with 'popen', "
+        r"'spawn', 'forkserver'",
+    ):
+        SupervisedDDPStrategy(start_method="fork")

@@ -34,14 +34,17 @@ from lightning_fabric.utilities.seed import reset_seed
 from pytorch_lightning.strategies import DDPStrategy
 
 from ddpkit.connector import AcceleratorConnector, Built, Flags
-from ddpkit.errors import DDPKitWarning
+from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.launchers import Launcher
-from ddpkit.lightning.environments import FromLightning
+from ddpkit.lightning.environments import from_lightning
 from ddpkit.lightning.launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 from ddpkit.ranks.names import ENV_PARENT_PID
 
 __all__ = ["SupervisedDDPStrategy"]
+
+#: popen: DDPPlugin (the other ranks re-run the script); the others: DDPSpawnPlugin's
+_START_METHODS = ("popen", "spawn", "forkserver")
 
 
 class SupervisedDDPStrategy(DDPStrategy):
@@ -61,6 +64,12 @@ class SupervisedDDPStrategy(DDPStrategy):
         process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if start_method not in _START_METHODS:
+            raise MisconfigurationError(
+                f"SupervisedDDPStrategy(start_method={start_method!r}): ddpkit starts ranks with "
+                f"{', '.join(repr(m) for m in _START_METHODS)}. Fix: start_method='popen' (the "
+                f"other ranks re-run the script) or 'spawn'."
+            )
         super().__init__(
             start_method=start_method,  # type: ignore[arg-type]
             process_group_backend=process_group_backend,
@@ -109,13 +118,16 @@ class SupervisedDDPStrategy(DDPStrategy):
             devices=[d.index or 0 for d in devices] if on_gpu else len(devices),
             num_nodes=self.num_nodes,
             strategy=plugin,
-            plugins=[FromLightning(e) for e in mine],
+            plugins=[from_lightning(e) for e in mine],
         )
         with warnings.catch_warnings():
             # The user wrote Lightning's spelling: ddpkit's wording of it is no news to them.
             warnings.simplefilter("ignore", DDPKitWarning)
             connector = AcceleratorConnector(flags)
-        self._ddpkit, self._ddpkit_launcher = plugin, connector.built.launcher
+        built = connector.built.training_type
+        if not isinstance(built, DDPPlugin):
+            raise TypeError(f"a DDP request built {built!r}")
+        self._ddpkit, self._ddpkit_launcher = built, connector.built.launcher
 
     def _configure_launcher(self) -> None:
         if self._ddpkit is None:
