@@ -2,6 +2,12 @@
 
     flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability            # 5 runs a case
     flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability --runs 1 --only spawn
+    flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability --suite lightning
+
+``--suite lightning`` runs the same faults on a Lightning module trained by Lightning 2.x under
+ddpkit's supervision (``tests/lightning/scripts/lit_faulty.py``: ``ddpkit.lightning.Trainer(...,
+supervise=True)``), plus a busy ``MASTER_PORT``, into the table between the
+``bench:reliability-lightning`` markers.
 
 Each run is ``tests/integration/fault_scripts/faulty_run.py`` (two CPU ranks, gloo) in a session
 of its own, driven by the fault-injection tests' harness. The clock starts at the fault (the
@@ -17,6 +23,7 @@ import argparse
 import os
 import re
 import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -26,13 +33,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
-from fault_scripts.harness import FaultRun, run_fault  # noqa: E402
+from fault_scripts.harness import SCRIPT, FaultRun, run_fault  # noqa: E402
 
 from ddpkit.ranks.scratch import sweep_stale_dirs  # noqa: E402
 
 DOC = REPO / "docs" / "reliability.md"
-START, END = "<!-- bench:reliability:start -->", "<!-- bench:reliability:end -->"
+MARKERS = {
+    "ddpkit": ("<!-- bench:reliability:start -->", "<!-- bench:reliability:end -->"),
+    "lightning": (
+        "<!-- bench:reliability-lightning:start -->",
+        "<!-- bench:reliability-lightning:end -->",
+    ),
+}
+START, END = MARKERS["ddpkit"]
 STALL_TIMEOUT = 3.0
+LIGHTNING_SCRIPT = REPO / "tests" / "lightning" / "scripts" / "lit_faulty.py"
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,10 @@ class Case:
     signal_parent: int | None = None
     stall_timeout: float | None = None
     target: str = ""
+    #: "ddpkit" (faulty_run.py, ddpkit's Trainer) or "lightning" (lit_faulty.py)
+    script: str = "ddpkit"
+    #: run with MASTER_PORT set to a port another process listens on
+    busy_port: bool = False
 
 
 CASES = [
@@ -64,6 +83,29 @@ CASES = [
 ]
 
 
+def _lightning(case: Case) -> Case:
+    return Case(
+        case.label,
+        case.launcher,
+        case.fault,
+        case.rank,
+        case.signal_parent,
+        case.stall_timeout,
+        case.target,
+        script="lightning",
+    )
+
+
+LIGHTNING_CASES = [
+    *(_lightning(case) for case in CASES),
+    Case(
+        "MASTER_PORT busy", "subprocess", "ok", target="no rank", script="lightning", busy_port=True
+    ),
+    Case("MASTER_PORT busy", "spawn", "ok", target="no rank", script="lightning", busy_port=True),
+]
+SUITES = {"ddpkit": CASES, "lightning": LIGHTNING_CASES}
+
+
 def what_the_user_sees(run: FaultRun) -> str:
     """The exit status and the first line of what ddpkit printed, pids elided."""
     text = run.stderr.replace("[rank0]: ", "")
@@ -72,12 +114,14 @@ def what_the_user_sees(run: FaultRun) -> str:
         r"ChildFailedError: (.*)",
         r"ddpkit: (SIG\w+: every rank .*)",
         r"^(RuntimeError: injected fault on rank 0)$",
+        r"(LaunchError: .*)",
     ):
         m = re.search(pattern, text, re.MULTILINE)
         if m:
             line = m.group(1).strip()
             break
     line = re.sub(r"pid \d+", "pid …", line)
+    line = re.sub(r"(MASTER_PORT=|127\.0\.0\.1:)\d+", r"\1…", line)  # a free port of the run
     line = re.sub(r"\d+\.\d s", "… s", line)
     if len(line) > 150:
         line = line[:147] + "..."
@@ -98,15 +142,7 @@ def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
         with tempfile.TemporaryDirectory(prefix="bench-reliability-") as tmp:
             private = Path(tmp) / "tmp"
             private.mkdir()
-            run = run_fault(
-                case.launcher,
-                case.fault,
-                case.rank,
-                signal_parent=case.signal_parent,
-                stall_timeout=case.stall_timeout,
-                timeout=120,
-                tmpdir=private,
-            )
+            run = _run(case, private)
             files |= {_kind(private / name) for name in run.litter}
             if run.litter:
                 # Measured right after the fault, the leftover counts above; whether the sweep
@@ -115,6 +151,8 @@ def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
                 swept += set(sweep_stale_dirs(private)) == leftovers
         if run.seconds_to_end is not None and not run.timed_out:
             times.append(run.seconds_to_end)
+        if case.busy_port and run.ranks:
+            survivors += 1  # a rank was started although the port was taken
         survivors += bool(run.survivors or run.timed_out)
         litter += bool(run.litter)
         seen = seen or what_the_user_sees(run)
@@ -131,6 +169,25 @@ def measure(case: Case, runs: int) -> tuple[list[float], str, str]:
             f"with removed it in {swept}"
         )
     return times, seen, "; ".join(left) or "nothing"
+
+
+def _run(case: Case, private: Path, env: dict[str, str] | None = None) -> FaultRun:
+    if case.busy_port and env is None:
+        with socket.socket() as taken:  # held for the whole run
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            return _run(case, private, {**os.environ, "MASTER_PORT": str(taken.getsockname()[1])})
+    return run_fault(
+        case.launcher,
+        case.fault,
+        case.rank,
+        signal_parent=case.signal_parent,
+        stall_timeout=case.stall_timeout,
+        timeout=120,
+        tmpdir=private,
+        script=LIGHTNING_SCRIPT if case.script == "lightning" else SCRIPT,
+        env=env,
+    )
 
 
 def _kind(path: Path) -> str:
@@ -152,6 +209,8 @@ def table(rows: list[tuple[Case, list[float], str, str]], runs: int) -> str:
     for case, times, seen, left in rows:
         if times:
             timing = f"{min(times):.2f} / {statistics.median(times):.2f} / {max(times):.2f}"
+        elif case.busy_port:
+            timing = "fails before any rank starts"
         else:
             timing = "did not end"
         seen = seen.replace("|", "\\|")
@@ -161,13 +220,14 @@ def table(rows: list[tuple[Case, list[float], str, str]], runs: int) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
+def write_doc(text: str, suite: str = "ddpkit") -> None:
+    start, end = MARKERS[suite]
     doc = DOC.read_text()
-    if START not in doc or END not in doc:
-        raise SystemExit(f"{DOC} has no {START} ... {END} markers")
-    head, rest = doc.split(START, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    if start not in doc or end not in doc:
+        raise SystemExit(f"{DOC} has no {start} ... {end} markers")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    DOC.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 def main() -> None:
@@ -175,9 +235,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="", help="a regular expression on 'launcher/fault'")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--suite", choices=sorted(SUITES), default="ddpkit")
     args = parser.parse_args()
     rows = []
-    for case in CASES:
+    for case in SUITES[args.suite]:
         if args.only and not re.search(args.only, f"{case.launcher}/{case.label}"):
             continue
         rows.append((case, *measure(case, args.runs)))
@@ -185,10 +246,15 @@ def main() -> None:
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
     import torch
 
-    text += f"\n\nMeasured on {machine}, torch {torch.__version__}, CPU ranks with gloo."
+    text += f"\n\nMeasured on {machine}, torch {torch.__version__}, CPU ranks with gloo"
+    if args.suite == "lightning":
+        import pytorch_lightning
+
+        text += f", pytorch-lightning {pytorch_lightning.__version__}"
+    text += "."
     print(text)
     if not args.no_write and not args.only:
-        write_doc(text)
+        write_doc(text, args.suite)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,203 @@
+"""Which Trainer calls use Lightning 1.x's device spellings, and the flags they give the connector.
+
+A call is a 1.x device call when it uses a spelling Lightning 2.x refuses and ddpkit's connector
+knows: ``gpus=``, ``num_processes=``, a training type in the accelerator slot
+(``accelerator="ddp_cpu" | "ddp" | "ddp_spawn" | "ddp_cpu_spawn"``), ddpkit's plugin objects
+(``DDPPlugin(...)``, ``DDPSpawnPlugin(...)``, its environments, accelerators and precisions) or a
+training-type name in ``plugins=[...]``. Such a call is resolved by the connector, whole. Every
+other call is Lightning 2.x's own and goes to Lightning unchanged.
+
+In a 1.x device call, the objects of Lightning's own API are sorted as the connector needs them:
+a Lightning cluster environment is the user's environment (1.x users passed them in
+``plugins=``), checkpoint IO and layer sync pass through to Lightning, and a Lightning strategy,
+accelerator or precision object is refused: the plan could not say what it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightning_fabric.plugins import CheckpointIO
+from lightning_fabric.plugins import ClusterEnvironment as LightningClusterEnvironment
+from pytorch_lightning.accelerators import Accelerator as LightningAccelerator
+from pytorch_lightning.plugins import LayerSync, Precision
+from pytorch_lightning.strategies import Strategy, StrategyRegistry
+
+from ddpkit.accelerators import Accelerator
+from ddpkit.connector import Flags
+from ddpkit.connector.translate import LEGACY_ACCELERATORS
+from ddpkit.errors import MisconfigurationError
+from ddpkit.lightning.environments import from_lightning, lightning_spelling
+from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
+from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+
+__all__ = [
+    "DEVICE_KEYWORDS",
+    "DeviceCall",
+    "is_legacy_device_call",
+    "quoted",
+    "removed_strategy",
+]
+
+#: The Trainer keywords the connector resolves.
+DEVICE_KEYWORDS = (
+    "accelerator",
+    "strategy",
+    "devices",
+    "gpus",
+    "num_processes",
+    "num_nodes",
+    "plugins",
+    "precision",
+    "sync_batchnorm",
+)
+
+#: Training types of Lightning 1.x that Lightning 2.x removed, and what replaces each. Refused in
+#: the accelerator slot (1.x's older spelling) and as ``strategy=`` alike.
+REMOVED_STRATEGIES = {
+    "dp": "Lightning 2.0 removed DataParallel; DDP is faster even on one machine: strategy='ddp'",
+    "ddp2": "Lightning 2.0 removed ddp2: strategy='ddp'",
+    "horovod": "Lightning 2.0 removed Horovod: strategy='ddp', started with torchrun",
+    "ddp_sharded": "Lightning 2.0 removed FairScale sharding: strategy='fsdp'",
+    "ddp_sharded_spawn": "Lightning 2.0 removed FairScale sharding: strategy='fsdp'",
+    "ddp_sharded_find_unused_parameters_false": "Lightning 2.0 removed FairScale sharding: "
+    "strategy='fsdp'",
+    "ddp_fully_sharded": "Lightning 2.0 removed FairScale sharding: strategy='fsdp'",
+    "fsdp_native": "renamed in Lightning 2.0: strategy='fsdp'",
+    "tpu_spawn": "renamed in Lightning 2.0: accelerator='tpu', strategy='xla'",
+    "bagua": "Lightning 2.0 removed Bagua: strategy='ddp'",
+    "colossalai": "Lightning 2.0 removed ColossalAI: strategy='fsdp'",
+    "hpu_parallel": "moved to the lightning-habana package: accelerator='hpu'",
+    "hpu_single": "moved to the lightning-habana package: accelerator='hpu'",
+    "ipu_strategy": "moved to the lightning-graphcore package",
+}
+
+
+def removed_strategy(flag: str, value: Any) -> None:
+    """Refuse a 1.x training type that Lightning 2.x no longer has, naming the replacement."""
+    if isinstance(value, str) and value.lower() in REMOVED_STRATEGIES:
+        raise MisconfigurationError(
+            f"Trainer({flag}={value!r}): {value!r} was a Lightning 1.x training type. Fix: "
+            f"{REMOVED_STRATEGIES[value.lower()]}."
+        )
+
+
+def _is_ddpkit_plugin(plugin: Any) -> bool:
+    return isinstance(plugin, TrainingTypePlugin | ClusterEnvironment | PrecisionPlugin | str)
+
+
+def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
+    """True when the call uses a device spelling of Lightning 1.x that ddpkit's connector knows."""
+    if "gpus" in kwargs or "num_processes" in kwargs:
+        return True
+    accelerator = kwargs.get("accelerator")
+    if isinstance(accelerator, Accelerator):
+        return True
+    if isinstance(accelerator, str) and accelerator.lower() in LEGACY_ACCELERATORS:
+        return True
+    if isinstance(kwargs.get("strategy"), TrainingTypePlugin):
+        return True
+    plugins = kwargs.get("plugins")
+    if plugins is None:
+        return False
+    plugins = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
+    return any(_is_ddpkit_plugin(p) for p in plugins)
+
+
+@dataclass(frozen=True)
+class DeviceCall:
+    """A 1.x device call, sorted: the connector's flags and the Lightning plugins it passes on."""
+
+    flags: Flags
+    passthrough: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any]) -> DeviceCall:
+        given = {k: v for k, v in kwargs.items() if k in DEVICE_KEYWORDS}  # the user's order
+        if given.get("precision") is None:
+            given.pop("precision", None)  # Lightning's default; the connector's is 32-true
+        call = quoted(given)  # as the user wrote it, before any sorting
+        plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
+        if plugins:
+            given["plugins"] = plugins
+        _refuse_lightning_objects(call, given)
+        return cls(flags=Flags.of(**given), passthrough=passthrough)
+
+
+def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
+    if plugins is None:
+        return [], []
+    items = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
+    mine: list[Any] = []
+    passthrough: list[Any] = []
+    for plugin in items:
+        if isinstance(plugin, LightningClusterEnvironment):
+            mine.append(from_lightning(plugin))
+        elif isinstance(plugin, CheckpointIO | LayerSync):
+            passthrough.append(plugin)
+        elif isinstance(plugin, Precision):
+            raise MisconfigurationError(
+                f"{call}: plugins=[{type(plugin).__name__}(...)] is a Lightning precision "
+                f"plugin, but with 1.x device flags ddpkit's connector resolves the precision. "
+                f"Fix: pass precision={getattr(plugin, 'precision', '16-mixed')!r} instead."
+            )
+        else:
+            mine.append(plugin)
+    return mine, passthrough
+
+
+def _refuse_lightning_objects(call: str, given: dict[str, Any]) -> None:
+    """Lightning's own strategy or accelerator objects (and strategy names only Lightning has)
+    cannot be resolved together with 1.x device flags: say how to spell the call for Lightning."""
+    modern = _modern_device_words(given)
+    strategy = given.get("strategy")
+    removed_strategy("strategy", strategy)
+    lightning_only = isinstance(strategy, Strategy) or (
+        isinstance(strategy, str)
+        and strategy != "auto"
+        and strategy not in TRAINING_TYPES
+        and strategy in StrategyRegistry.available_strategies()
+    )
+    accelerator = given.get("accelerator")
+    if lightning_only or isinstance(accelerator, LightningAccelerator):
+        name, value = ("strategy", strategy) if lightning_only else ("accelerator", accelerator)
+        what = f"{name}={_show(value)}"
+        raise MisconfigurationError(
+            f"{call}: {what} is Lightning 2.x's own, and Lightning 2.x resolves its own objects "
+            f"only with its own device flags. Fix: spell the devices the Lightning 2.x way, "
+            f"{modern}, and keep {what}."
+        )
+
+
+def _show(value: Any) -> str:
+    """As the user wrote it, near enough: Lightning's objects have no repr of their own, so they
+    show as ``DDPStrategy(...)``."""
+    if isinstance(value, str | int | float | bool | type(None)):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return f"[{', '.join(_show(v) for v in value)}]"
+    shown = lightning_spelling(value)
+    return f"{type(value).__name__}(...)" if shown == f"{type(value).__name__}()" else shown
+
+
+def quoted(given: Mapping[str, Any]) -> str:
+    """The device flags of a call, for messages: ``Trainer(gpus=2, strategy=DDPStrategy(...))``."""
+    return f"Trainer({', '.join(f'{name}={_show(value)}' for name, value in given.items())})"
+
+
+def _modern_device_words(given: dict[str, Any]) -> str:
+    """``gpus=2`` → ``accelerator='gpu', devices=2``: for the fix of a refusal only."""
+    accelerator = given.get("accelerator")
+    if isinstance(accelerator, str) and accelerator.lower() in LEGACY_ACCELERATORS:
+        accelerator = LEGACY_ACCELERATORS[accelerator.lower()][0]
+    devices = given.get("devices")
+    if given.get("gpus") not in (None, 0):
+        accelerator, devices = "gpu", given["gpus"]
+    elif given.get("num_processes") is not None:
+        accelerator, devices = "cpu", given["num_processes"]
+    words = [f"accelerator={accelerator!r}"] if isinstance(accelerator, str) else []
+    if devices is not None:
+        words.append(f"devices={devices!r}")
+    return ", ".join(words) or "accelerator='cpu', devices=1"

@@ -1,0 +1,143 @@
+"""Lightning launchers that hand the start of the ranks to ddpkit's own launchers.
+
+Lightning's strategy calls ``launcher.launch(function, *args, trainer=...)`` for each stage; these
+run the stage through ddpkit's launcher (``ddpkit.launchers``: ``launch(fn, stage, *args)``, the
+stage's name first), which starts, supervises and ends the ranks:
+
+- :class:`SubprocessLauncher` (``DDPPlugin``): the other ranks re-run the script, as Lightning's
+  ``popen`` does; ddpkit's supervisor ends every rank when one fails, names the root cause and its
+  traceback, and keeps the children for the next stage of the script;
+- :class:`SpawnLauncher` (``DDPSpawnPlugin``): every rank is spawned; rank zero's results come back
+  the way Lightning's own spawn launcher brings them (weights, best checkpoint path, trainer
+  state, ``callback_metrics``), through ddpkit's private result file;
+- :class:`RankLauncher`: in a rank the subprocess launcher (or torchrun, srun) started, whose plan
+  launches nothing: the rank's side of ddpkit's launcher protocol around the stage.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytorch_lightning as pl
+from pytorch_lightning.strategies.launchers.launcher import _Launcher
+from pytorch_lightning.strategies.launchers.multiprocessing import (
+    _GlobalStateSnapshot,
+    _MultiProcessingLauncher,
+)
+from pytorch_lightning.trainer.states import TrainerFn
+
+from ddpkit.launchers import Launcher
+from ddpkit.ranks.protocol import rank_stage
+
+__all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
+
+
+def _stage_name(trainer: pl.Trainer | None) -> str:
+    """The name ddpkit's reports use for the stage: "fit", "validate", "test", "predict"."""
+    fn = trainer.state.fn if trainer is not None else None
+    return str(fn.value) if fn is not None else "run"
+
+
+def _run_stage(stage: str, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """One stage on one rank (``stage`` only names it, for ddpkit's reports)."""
+    return function(*args, **kwargs)
+
+
+class SubprocessLauncher(_Launcher):
+    """Lightning's launcher interface over ddpkit's subprocess launcher."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.ddpkit = launcher
+
+    @property
+    def is_interactive_compatible(self) -> bool:
+        return False  # the other ranks re-run the script: there must be one
+
+    def launch(
+        self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
+    ) -> Any:
+        return self.ddpkit.launch(_run_stage, _stage_name(trainer), function, args, kwargs)
+
+    def kill(self, signum: Any) -> None:
+        """Lightning asks on SIGTERM and Ctrl-C; ddpkit's supervisor already ends every rank
+        (SIGTERM, then SIGKILL after a grace period) and reports how each ended."""
+
+
+class RankLauncher(_Launcher):
+    """In a rank something else started — a child of ddpkit's subprocess launcher, torchrun,
+    srun — nothing is launched: the stage runs here, inside the rank's side of ddpkit's launcher
+    protocol (``ddpkit.ranks.protocol.rank_stage``: the rank ends with its launcher, counts its
+    stages, and a stage that raises leaves its traceback for rank 0's supervisor; nothing at all
+    outside ddpkit's launchers)."""
+
+    @property
+    def is_interactive_compatible(self) -> bool:
+        return True
+
+    def launch(
+        self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
+    ) -> Any:
+        with rank_stage():
+            return function(*args, **kwargs)
+
+    def kill(self, signum: Any) -> None:
+        """Nothing to end: this rank started no other."""
+
+
+def _run_spawned(
+    stage: str,
+    launcher: SpawnLauncher,
+    trainer: pl.Trainer | None,
+    function: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    global_states: _GlobalStateSnapshot | None,
+) -> Any:
+    """One stage in one spawned rank, as Lightning's own spawn launcher runs it: the parent's
+    global state (RNG, deterministic flags) restored, rank zero's results collected."""
+    if global_states is not None:
+        global_states.restore()
+    results = function(*args, **kwargs)
+    if trainer is None:
+        return results
+    return launcher._collect_rank_zero_results(trainer, results)
+
+
+class SpawnLauncher(_MultiProcessingLauncher):
+    """Lightning's spawn launcher, with ddpkit's spawn launcher starting the ranks."""
+
+    def __init__(self, strategy: Any, launcher: Launcher, start_method: str) -> None:
+        super().__init__(strategy, start_method=start_method)  # type: ignore[arg-type]
+        self.ddpkit = launcher
+
+    @property
+    def is_interactive_compatible(self) -> bool:
+        return False  # spawned ranks import the main module: there must be one
+
+    def launch(
+        self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
+    ) -> Any:
+        if self._already_fit and trainer is not None and trainer.state.fn == TrainerFn.FITTING:
+            raise NotImplementedError(  # as Lightning's own spawn launcher (its issue #18775)
+                "Calling `trainer.fit()` twice on the same Trainer instance using a spawn-based "
+                "strategy is not supported. You can work around this limitation by creating a "
+                "new Trainer instance and passing the `fit(ckpt_path=...)` argument."
+            )
+        states = _GlobalStateSnapshot.capture() if self._start_method == "spawn" else None
+        output = self.ddpkit.launch(
+            _run_spawned, _stage_name(trainer), self, trainer, function, args, kwargs, states
+        )
+        if trainer is None or output is None:  # None: rank zero runs on another node
+            return output
+        self._already_fit |= trainer.state.fn == TrainerFn.FITTING
+        weights = output.weights_path
+        self._recover_results_in_main_process(output, trainer)
+        if weights is not None:  # Lightning leaves the rank's temporary directory behind
+            with_parent = os.path.dirname(weights)
+            if os.path.isdir(with_parent) and not os.listdir(with_parent):
+                os.rmdir(with_parent)
+        return output.trainer_results
+
+    def kill(self, signum: Any) -> None:
+        """See :meth:`SubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""

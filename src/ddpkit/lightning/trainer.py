@@ -1,0 +1,171 @@
+"""``ddpkit.lightning.Trainer``: Lightning 2.x's own Trainer, which also takes Lightning 1.x's
+spellings."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import pytorch_lightning as pl
+from pytorch_lightning.loggers import CSVLogger
+
+from ddpkit.connector import Plan
+from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.lightning.epoch_end import epoch_end_hooks
+from ddpkit.lightning.hooks import check_hooks
+from ddpkit.lightning.keywords import Rewrite
+from ddpkit.lightning.translate import translate
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = ["Trainer"]
+
+#: 1.x keyword names of the stage methods: (stage, 1.x name, 2.x name, removed in).
+_STAGE_KEYWORDS = {
+    "fit": {"train_dataloader": "train_dataloaders"},
+    "validate": {"val_dataloaders": "dataloaders"},
+    "test": {"test_dataloaders": "dataloaders"},
+    "predict": {},
+}
+
+
+class Trainer(pl.Trainer):
+    """A ``pytorch_lightning.Trainer`` (a subclass: everything it does is Lightning's) that also
+    runs Lightning 1.x calls.
+
+    It takes every keyword the installed Lightning takes, plus:
+
+    - 1.x device flags — ``accelerator="ddp_cpu" | "ddp" | "ddp_spawn" | "ddp_cpu_spawn"``,
+      ``gpus``, ``num_processes``, ``plugins=[DDPPlugin(...) | DDPSpawnPlugin(...) | a
+      training-type name | a cluster environment]``. ddpkit's connector resolves them (the same
+      plan as ``ddpkit explain``, in :attr:`plan`) into Lightning's own accelerator, devices,
+      ``DDPStrategy`` (``start_method="popen"`` for ``DDPPlugin``, ``"spawn"`` for
+      ``DDPSpawnPlugin``, with the plugin's DDP options), cluster environment and precision;
+    - 1.x's other keywords (``resume_from_checkpoint``, ``progress_bar_refresh_rate``,
+      ``weights_summary``, ``checkpoint_callback``, ...), each mapped onto its 2.x spelling or
+      refused with the replacement named (docs/lightning.md has the table).
+
+    Each 1.x spelling warns once, on rank zero (``DDPKitDeprecationWarning``), with the Lightning
+    2.x spelling that means the same; :attr:`lightning_call` holds the device part. A call in
+    Lightning 2.x's own spelling is passed to Lightning unchanged.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        translation = translate(kwargs)
+        for message in translation.deprecations:
+            rank_zero_warn(message, DDPKitDeprecationWarning)
+        for note in translation.notes:
+            rank_zero_warn(note, DDPKitWarning)
+        super().__init__(**translation.kwargs)
+        #: the connector's plan for a call with 1.x device flags (None: Lightning resolved it)
+        self.plan: Plan | None = translation.plan
+        #: the Lightning 2.x device call that means the same as the 1.x one (None: no 1.x flags)
+        self.lightning_call: str | None = (
+            translation.devices.call if translation.devices is not None else None
+        )
+        self._rewrite: Rewrite = translation.rewrite
+        flush = translation.rewrite.flush_logs_every_n_steps
+        if flush is not None:
+            for logger in self.loggers:
+                if isinstance(logger, CSVLogger):
+                    # What CSVLogger(flush_logs_every_n_steps=...) sets at construction.
+                    logger._flush_logs_every_n_steps = flush
+
+    def explain(self) -> str:
+        """The connector's plan, as ``ddpkit explain`` prints it, then the Lightning call."""
+        if self.plan is None:
+            return "Lightning 2.x's own device flags: Lightning resolved them (no ddpkit plan)."
+        return f"{self.plan.explain()}\n  lightning call   {self.lightning_call}"
+
+    def fit(self, *args: Any, **kwargs: Any) -> None:
+        with self._stage("fit", args, kwargs) as bound:
+            if bound.get("ckpt_path") is None and self._rewrite.resume_from_checkpoint is not None:
+                bound["ckpt_path"] = self._rewrite.resume_from_checkpoint
+            super().fit(**bound)
+
+    def validate(self, *args: Any, **kwargs: Any) -> Any:
+        with self._stage("validate", args, kwargs) as bound:
+            return super().validate(**bound)
+
+    def test(self, *args: Any, **kwargs: Any) -> Any:
+        with self._stage("test", args, kwargs) as bound:
+            return super().test(**bound)
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        with self._stage("predict", args, kwargs) as bound:
+            return super().predict(**bound)
+
+    @contextlib.contextmanager
+    def _stage(
+        self, stage: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[dict[str, Any]]:
+        """Before any rank starts: 1.x keyword names of the stage renamed (with a warning), the
+        1.x Trainer keywords that act on the module applied, 1.x hooks checked, and the 1.x
+        epoch-end hooks of the module carried for the length of the stage."""
+        for old, new in _STAGE_KEYWORDS[stage].items():
+            if old in kwargs:
+                rank_zero_warn(
+                    f"trainer.{stage}({old}=...): renamed in Lightning 1.4; ddpkit passes it "
+                    f"as {new}=..., its Lightning 2.x name.",
+                    DDPKitDeprecationWarning,
+                )
+                kwargs[new] = kwargs.pop(old)
+        signature = inspect.signature(getattr(pl.Trainer, stage))
+        bound = signature.bind(self, *args, **kwargs).arguments
+        bound.pop("self")
+        model = bound.get("model") or self.lightning_module
+        if self._rewrite.prepare_data_per_node is not None:
+            for obj in [model, *bound.values()]:
+                if isinstance(obj, pl.LightningModule | pl.LightningDataModule):
+                    obj.prepare_data_per_node = self._rewrite.prepare_data_per_node
+        callbacks: list[Any] = self.callbacks  # type: ignore[attr-defined]  # set by Lightning
+        check_hooks(model, callbacks)
+        with epoch_end_hooks(stage, model, callbacks):
+            yield bound
+
+    def tune(
+        self,
+        model: pl.LightningModule,
+        train_dataloaders: Any = None,
+        val_dataloaders: Any = None,
+        dataloaders: Any = None,
+        datamodule: Any = None,
+        scale_batch_size_kwargs: dict[str, Any] | None = None,
+        lr_find_kwargs: dict[str, Any] | None = None,
+        method: str = "fit",
+    ) -> dict[str, Any]:
+        """Lightning 1.x's ``trainer.tune``: the batch-size scaler, then the learning-rate
+        finder, as ``auto_scale_batch_size`` / ``auto_lr_find`` asked; returns their results
+        (``{"scale_batch_size": ..., "lr_find": ...}``). Lightning 2.x's spelling is
+        ``Tuner(trainer).scale_batch_size(model, ...)`` / ``.lr_find(model, ...)``."""
+        from pytorch_lightning.tuner.tuning import Tuner
+
+        rank_zero_warn(
+            "trainer.tune(model): removed in Lightning 2.0; ddpkit runs its Lightning 2.x "
+            "spelling, tuner = Tuner(trainer); tuner.scale_batch_size(model, ...); "
+            "tuner.lr_find(model, ...).",
+            DDPKitDeprecationWarning,
+        )
+        data = {
+            "train_dataloaders": train_dataloaders,
+            "val_dataloaders": val_dataloaders,
+            "dataloaders": dataloaders,
+            "datamodule": datamodule,
+            "method": method,
+        }
+        tuner, result = Tuner(self), dict[str, Any]()
+        if "scale_batch_size" in self._rewrite.tune:
+            options = {"mode": self._rewrite.tune["scale_batch_size"]}
+            options.update(scale_batch_size_kwargs or {})
+            result["scale_batch_size"] = tuner.scale_batch_size(model, **data, **options)
+        if "lr_find" in self._rewrite.tune:
+            options = {"attr_name": self._rewrite.tune["lr_find"], "update_attr": True}
+            options.update(lr_find_kwargs or {})
+            result["lr_find"] = tuner.lr_find(model, **data, **options)
+        return result
+
+
+# Tools that read the Trainer's signature (LightningCLI, the PL_TRAINER_* defaults) see
+# Lightning's own keywords.
+Trainer.__init__.__signature__ = inspect.signature(pl.Trainer.__init__)  # type: ignore[attr-defined]

@@ -1,0 +1,168 @@
+"""A ``Trainer(...)`` call of Lightning 1.x or 2.x → the Lightning 2.x Trainer that means the same.
+
+Three steps, in order, each before any rank starts:
+
+1. 1.x-only names are refused with their replacement (a removed training type such as
+   ``strategy="dp"``), and a keyword neither Lightning 2.x nor 1.x ever had is refused with a
+   did-you-mean.
+2. Each non-device keyword of 1.x becomes its 2.x spelling (:mod:`ddpkit.lightning.keyword_table`).
+3. A call with 1.x device flags is resolved by ddpkit's connector — the same ``Plan``, the same
+   reasons, the same ``ddpkit explain`` — and the plan becomes Lightning's device arguments
+   (:mod:`ddpkit.lightning.devices`). A call in 2.x's own device spelling is left to Lightning.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytorch_lightning as pl
+from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
+
+from ddpkit.connector import AcceleratorConnector, Plan, Probe
+from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
+from ddpkit.lightning.device_flags import (
+    DEVICE_KEYWORDS,
+    DeviceCall,
+    is_legacy_device_call,
+    removed_strategy,
+)
+from ddpkit.lightning.devices import LightningDevices, lightning_devices
+from ddpkit.lightning.keyword_table import KEYWORDS
+from ddpkit.lightning.keywords import Rewrite
+
+__all__ = ["LIGHTNING_KEYWORDS", "Translation", "translate"]
+
+#: The keywords of the installed Lightning's Trainer.
+LIGHTNING_KEYWORDS = tuple(inspect.signature(pl.Trainer.__init__).parameters)[1:]
+#: 1.x device keywords the connector reads and Lightning 2.x does not have.
+_LEGACY_DEVICE_KEYWORDS = ("gpus", "num_processes")
+
+
+@dataclass(frozen=True)
+class Translation:
+    """What a call became."""
+
+    kwargs: dict[str, Any]
+    """Keyword arguments for ``pytorch_lightning.Trainer``."""
+    rewrite: Rewrite
+    """What the 1.x keywords asked of the stages (resume, prepare_data_per_node, tune ...)."""
+    plan: Plan | None = None
+    """The connector's plan for a call with 1.x device flags; None for a 2.x device call."""
+    devices: LightningDevices | None = None
+    """The plan as Lightning's objects, with the Lightning 2.x call that means the same."""
+    deprecations: tuple[str, ...] = ()
+    """One message per 1.x spelling, device flags first."""
+    notes: tuple[str, ...] = ()
+    """The plan's other warnings (GPUs given but unused, a job of several tasks without srun)."""
+
+
+def _check_names(kwargs: Mapping[str, Any]) -> None:
+    known = (*LIGHTNING_KEYWORDS, *_LEGACY_DEVICE_KEYWORDS, *KEYWORDS)
+    for name in kwargs:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"Did you mean {close[0]}=?" if close else "Fix: drop it."
+            raise MisconfigurationError(
+                f"Trainer({name}=...): no such keyword in Lightning 2.x's Trainer, nor in 1.x's. "
+                f"{hint}"
+            )
+    removed_strategy("accelerator", kwargs.get("accelerator"))
+    removed_strategy("strategy", kwargs.get("strategy"))
+
+
+def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
+    """The user's callbacks, then those the 1.x keywords became. A progress bar of the user's
+    own wins over ``progress_bar_refresh_rate`` / ``process_position``, as in 1.x."""
+    if not rewrite.callbacks and not rewrite.progress_bar:
+        return given
+    callbacks = [] if given is None else list(given) if isinstance(given, list) else [given]
+    callbacks += rewrite.callbacks
+    if rewrite.progress_bar and not any(isinstance(c, ProgressBar) for c in callbacks):
+        callbacks.append(TQDMProgressBar(**rewrite.progress_bar))
+    return callbacks
+
+
+def _resolve(
+    kwargs: dict[str, Any], probe: Probe | None, supervise: bool
+) -> tuple[Plan, LightningDevices, list[str]]:
+    call = DeviceCall.of(kwargs)
+    # The connector warns in its own words (ddpkit's spelling); the Trainer warns once, in
+    # Lightning's. Its other warnings are passed on as they are.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DDPKitWarning)
+        connector = AcceleratorConnector(call.flags, probe)
+    notes = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, DDPKitWarning)
+        and not issubclass(w.category, DDPKitDeprecationWarning)
+    ]
+    devices = lightning_devices(
+        connector.plan, connector.built, call.passthrough, supervise=supervise
+    )
+    return connector.plan, devices, notes
+
+
+def _device_message(plan: Plan, devices: LightningDevices) -> str:
+    message = (
+        f"{plan.call}: Lightning 2.x refuses these 1.x device flags; ddpkit resolves them as "
+        f"1.x did (`ddpkit explain` shows how). The same run, in Lightning 2.x's spelling: "
+        f"{devices.call}"
+    )
+    if plan.launcher.value == "spawn" and "spawn" not in plan.call.lower():
+        message += (
+            f". It starts its {plan.world_size} ranks with spawn, the 1.x default for several "
+            f"devices; strategy='ddp' would re-run the script instead (faster start-up, no "
+            f"pickling)"
+        )
+    return message + "."
+
+
+def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
+    """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one).
+
+    ``supervise=True`` (ddpkit's own keyword) resolves any device call through the connector,
+    1.x or 2.x spelling, and runs DDP on ddpkit's launchers (``SupervisedDDPStrategy``)."""
+    kwargs = dict(kwargs)
+    supervise = kwargs.pop("supervise", False)
+    if not isinstance(supervise, bool):
+        raise MisconfigurationError(f"Trainer(supervise={supervise!r}): pass True or False.")
+    _check_names(kwargs)
+    rewrite = Rewrite(kwargs={k: v for k, v in kwargs.items() if k not in KEYWORDS}, given=kwargs)
+    for name, keyword in KEYWORDS.items():
+        if name in kwargs:
+            keyword.apply(kwargs[name], rewrite)
+    lightning = rewrite.kwargs
+    for name in _LEGACY_DEVICE_KEYWORDS:
+        if name in lightning and lightning[name] is None:  # 1.x's default: no device flag at all
+            del lightning[name]
+            rewrite.messages.append(
+                f"Trainer({name}=None): removed in Lightning 2.0; it asks for what Lightning 2.x "
+                f"does. Fix: drop it."
+            )
+    callbacks = _callbacks(lightning.get("callbacks"), rewrite)
+    if callbacks is not None:
+        lightning["callbacks"] = callbacks
+    legacy = is_legacy_device_call(lightning)
+    if not legacy and not supervise:
+        return Translation(kwargs=lightning, rewrite=rewrite, deprecations=tuple(rewrite.messages))
+    plan, devices, notes = _resolve(lightning, probe, supervise)
+    for name in DEVICE_KEYWORDS:
+        lightning.pop(name, None)
+    lightning.update(devices.kwargs())
+    return Translation(
+        kwargs=lightning,
+        rewrite=rewrite,
+        plan=plan,
+        devices=devices,
+        deprecations=(
+            *([_device_message(plan, devices)] if legacy else []),
+            *rewrite.messages,
+        ),
+        notes=tuple(notes),
+    )

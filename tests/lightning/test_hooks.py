@@ -1,0 +1,173 @@
+"""1.x hooks are found before any rank starts: refused where Lightning 2.x would fail inside the
+ranks, warned about where it would silently never call them. And ``import ddpkit`` never imports
+Lightning."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+from ddpkit import DDPKitDeprecationWarning, MisconfigurationError  # noqa: E402
+from ddpkit.lightning import Trainer  # noqa: E402
+
+
+class Base(pl.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(2, 1)
+        self.fits = 0
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        return self.layer(batch[0]).pow(2).mean()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2)
+
+    def setup(self, stage: str) -> None:
+        self.fits += 1  # the stage started
+
+
+class OneX(Base):
+    """A 1.x module: epoch-end hooks that take the step outputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, list[Any]] = {"train": [], "val": [], "test": []}
+
+    def training_step(self, batch: Any, batch_idx: int) -> dict[str, Any]:
+        return {"loss": self.layer(batch[0]).pow(2).mean(), "rows": len(batch[0])}
+
+    def training_epoch_end(self, outputs: list[dict[str, Any]]) -> None:
+        self.seen["train"].append(outputs)
+        self.log("train_mean", torch.stack([o["loss"] for o in outputs]).mean())
+
+    def validation_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        return self.layer(batch[0]).pow(2).mean()
+
+    def validation_epoch_end(self, outputs: list[torch.Tensor]) -> None:
+        self.seen["val"].append(outputs)
+        self.log("val_mean", torch.stack(outputs).mean())
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.ones(6, 2)), batch_size=2)
+
+    def test_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> int:
+        return dataloader_idx
+
+    def test_epoch_end(self, outputs: list[list[int]]) -> None:
+        self.seen["test"].append(outputs)
+
+
+class WithOnEpochEnd(Base):
+    def on_epoch_end(self) -> None:
+        pass
+
+
+class OneXBatchStart(pl.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        pass
+
+
+class OneXEpochEnd(pl.Callback):
+    def on_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        pass
+
+
+def trainer(tmp_path: Path, **kwargs: Any) -> Trainer:
+    kwargs.setdefault("max_steps", 1)
+    kwargs.setdefault("enable_checkpointing", "callbacks" in kwargs)
+    return Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        **kwargs,
+    )
+
+
+def test_1x_epoch_end_hooks_run_with_the_step_outputs_as_in_1x(tmp_path: Path) -> None:
+    model = OneX()
+    best = pl.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_mean")
+    run = trainer(tmp_path, max_steps=-1, max_epochs=2, num_sanity_val_steps=0, callbacks=[best])
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        run.fit(model)
+    messages = sorted(str(w.message) for w in record if w.category is DDPKitDeprecationWarning)
+    assert [m.split("(")[0] for m in messages] == [
+        "OneX.training_epoch_end",
+        "OneX.validation_epoch_end",
+    ]
+    assert "Lightning 2.x's spelling: on_train_epoch_end" in messages[0]
+    # Once per epoch, with every step's output: {"loss": detached loss, ...} for training.
+    assert [len(outputs) for outputs in model.seen["train"]] == [2, 2]
+    first = model.seen["train"][0][0]
+    assert set(first) == {"loss", "rows"} and not first["loss"].requires_grad
+    assert [len(outputs) for outputs in model.seen["val"]] == [3, 3]
+    # What they logged is a metric the checkpoint callback (which runs after them) can monitor.
+    assert {"train_mean", "val_mean"} <= set(run.callback_metrics)
+    assert Path(best.best_model_path).is_file()
+    assert "training_epoch_end" not in vars(model)  # the stage put the module back as it was
+    assert not any(type(c).__name__ == "EpochEndOutputs" for c in run.callbacks)
+
+    loaders = [model.val_dataloader(), model.val_dataloader()]
+    with pytest.warns(DDPKitDeprecationWarning, match=r"OneX\.test_epoch_end\(outputs\)"):
+        run.test(model, dataloaders=loaders, verbose=False)
+    assert model.seen["test"] == [[[0, 0, 0], [1, 1, 1]]]  # one list per loader, as in 1.x
+
+
+def test_a_1x_signature_is_refused_before_the_stage_starts(tmp_path: Path) -> None:
+    model = Base()
+    with pytest.raises(
+        MisconfigurationError,
+        match=r"OneXBatchStart\.on_train_batch_start\(trainer, pl_module, batch, batch_idx, "
+        r"dataloader_idx\): Lightning 2\.x calls on_train_batch_start\(trainer, pl_module, batch, "
+        r"batch_idx\); dataloader_idx came from Lightning 1\.x",
+    ):
+        trainer(tmp_path, callbacks=[OneXBatchStart()]).fit(model)
+    assert model.fits == 0
+
+
+def test_hooks_lightning_would_never_call_warn_and_the_stage_runs(tmp_path: Path) -> None:
+    model = WithOnEpochEnd()
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        trainer(tmp_path, callbacks=[OneXEpochEnd()]).fit(model)
+    messages = sorted(str(w.message) for w in record if w.category is DDPKitDeprecationWarning)
+    assert messages == [
+        "OneXEpochEnd.on_epoch_end: removed in Lightning 1.8, and Lightning 2.x never calls it. "
+        "Move it to on_train_epoch_end, on_validation_epoch_end or on_test_epoch_end.",
+        "WithOnEpochEnd.on_epoch_end: removed in Lightning 1.8, and Lightning 2.x never calls it. "
+        "Move it to on_train_epoch_end, on_validation_epoch_end or on_test_epoch_end.",
+    ]
+    assert model.fits == 1
+
+
+def test_importing_ddpkit_does_not_import_lightning() -> None:
+    code = (
+        "import sys, ddpkit, ddpkit.connector, ddpkit.trainer; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pytorch_lightning', 'lightning', 'lightning_fabric')); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-c", code.replace("ddpkit.trainer;", "ddpkit.lightning;")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "pytorch_lightning" in proc.stdout  # the check can fail

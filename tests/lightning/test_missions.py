@@ -1,0 +1,138 @@
+"""The four mission calls of Lightning 1.x, run by ddpkit.lightning.Trainer on real Lightning 2.x
+with two real CPU ranks, against pytorch_lightning.Trainer in the modern spelling.
+
+Each run is ``scripts/lit_run.py`` in a process of its own (the subprocess launcher re-runs the
+command line for rank 1, so it cannot run inside this pytest process). The references are run
+once per module: Lightning's ``strategy="ddp"`` and ``strategy="ddp_spawn"``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+SCRIPT = Path(__file__).parent / "scripts" / "lit_run.py"
+MISSION = {  # call → (launcher, the reference's strategy)
+    "ddp_cpu": ("spawn", "ddp_spawn"),
+    "ddp_cpu+DDPSpawnPlugin": ("spawn", "ddp_spawn"),
+    "ddp_cpu+DDPPlugin": ("subprocess", "ddp"),
+    "num_processes+DDPPlugin": ("subprocess", "ddp"),
+}
+
+
+def run_script(out: Path, *args: str) -> dict[str, Any]:
+    out.mkdir(parents=True)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result: dict[str, Any] = torch.load(out / "result.pt", weights_only=False)
+    result["log_versions"] = [p.parent.name for p in sorted(out.glob("logs/version_*/metrics.csv"))]
+    result["hooks"] = {
+        (stage, rank): json.loads((out / f"hooks-{stage}-rank{rank}.json").read_text())
+        for stage in ("fit", "test")
+        for rank in (0, 1)
+    }
+    return result
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    cache: dict[str, dict[str, Any]] = {}
+
+    class Lazy(dict):  # type: ignore[type-arg]
+        def __missing__(self, strategy: str) -> dict[str, Any]:
+            out = tmp_path_factory.mktemp(f"reference-{strategy}") / "run"
+            cache[strategy] = run_script(out, "--trainer", "lightning", "--strategy", strategy)
+            return cache[strategy]
+
+    return Lazy()
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize(
+    ("call", "supervise"),
+    [
+        *((call, False) for call in sorted(MISSION)),
+        # ddpkit's launchers under Lightning's loop: the same run, supervised.
+        ("ddp_cpu+DDPSpawnPlugin", True),
+        ("ddp_cpu+DDPPlugin", True),
+    ],
+)
+def test_mission_call_runs_on_lightning_like_the_modern_spelling(
+    call: str, supervise: bool, tmp_path: Path, references: dict[str, dict[str, Any]]
+) -> None:
+    launcher, strategy = MISSION[call]
+    out = tmp_path / "run"
+    flags = ("--supervise",) if supervise else ()
+    ours = run_script(out, "--trainer", "ddpkit", "--call", call, *flags)
+    reference = references[strategy]
+    assert ours["strategy"] == ("SupervisedDDPStrategy" if supervise else "DDPStrategy")
+
+    # One warning for the device flags, naming a Lightning 2.x call with this launcher; one per
+    # 1.x keyword of the script.
+    messages = json.loads((out / "warnings.json").read_text())
+    lightning_call = (out / "lightning_call.txt").read_text()
+    device = [m for m in messages if "1.x device flags" in m]
+    assert len(device) == 1
+    assert f"The same run, in Lightning 2.x's spelling: {lightning_call}" in device[0]
+    assert lightning_call.startswith("Trainer(accelerator='cpu', devices=2, strategy=")
+    assert ("spawn" in lightning_call) == (launcher == "spawn")
+    assert sum("progress_bar_refresh_rate=0" in m for m in messages) == 1
+    assert sum("weights_summary=None" in m for m in messages) == 1
+
+    # The same training: weights, early-stopping epoch, what test() returned.
+    assert sorted(ours["state"]) == sorted(reference["state"])
+    for name, value in reference["state"].items():
+        torch.testing.assert_close(ours["state"][name], value, rtol=1e-5, atol=1e-6, msg=name)
+    assert (ours["current_epoch"], ours["global_step"]) == (
+        reference["current_epoch"],
+        reference["global_step"],
+    )
+    assert ours["current_epoch"] < 6  # early stopping ended it, on both ranks alike
+    assert len(ours["tested"]) == 1 and set(ours["tested"][0]) == {"test_loss"}
+    assert ours["tested"][0]["test_loss"] == pytest.approx(reference["tested"][0]["test_loss"])
+    assert ours["tested"][0]["test_loss"] == pytest.approx(ours["callback_metrics"]["test_loss"])
+
+    # Callbacks ran on every rank, each in a process of its own.
+    fit0, fit1 = ours["hooks"]["fit", 0], ours["hooks"]["fit", 1]
+    assert (fit0["rank"], fit1["rank"], fit0["world_size"]) == (0, 1, 2)
+    assert fit0["pid"] != fit1["pid"]
+    assert fit0["seen"] == fit1["seen"] == reference["hooks"]["fit", 0]["seen"]
+    assert fit0["seen"][0] == "on_fit_start@0"
+    assert fit0["stopped_epoch"] == fit1["stopped_epoch"] > 0
+    test0, test1 = ours["hooks"]["test", 0], ours["hooks"]["test", 1]
+    assert test0["seen"] == test1["seen"] == reference["hooks"]["test", 0]["seen"]
+    assert [hook.split("@")[0] for hook in test0["seen"]] == ["on_test_end"]
+    if launcher == "subprocess":
+        assert fit0["pid"] == ours["pid"]  # rank 0 is the script's own process
+    else:
+        assert ours["pid"] not in {fit0["pid"], fit1["pid"]}  # the parent only waits
+
+    # The best checkpoint, metrics.csv, and load_from_checkpoint.
+    best = Path(ours["best_model_path"])
+    assert best.is_file() and best.parent == out / "ckpt"
+    assert best.name == Path(reference["best_model_path"]).name
+    # Lightning writes one version per launch (under spawn: fit's, then test's), as it does for
+    # the reference.
+    tables = sorted(out.glob("logs/version_*/metrics.csv"))
+    assert [p.parent.name for p in tables] == reference["log_versions"]
+    columns: set[str] = set()
+    for table in tables:
+        with open(table) as fh:
+            columns |= set(next(csv.reader(fh)))
+    assert {"val_loss", "train_loss_epoch", "test_loss", "epoch", "step"} <= columns
+    assert ours["loaded_hparams"] == {"hidden": 16, "lr": 0.05}
+    saved = torch.load(best, weights_only=False)["state_dict"]
+    for name, value in saved.items():
+        assert torch.equal(ours["loaded_state"][name], value), name

@@ -1,0 +1,97 @@
+"""SupervisedDDPStrategy is built on the objects ddpkit's connector resolves (no process starts
+here; the runs are in test_missions.py and test_lightning_faults.py)."""
+
+from __future__ import annotations
+
+import datetime
+import warnings
+
+import pytest
+
+pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
+
+from pytorch_lightning.strategies import SingleDeviceStrategy  # noqa: E402
+
+import ddpkit.launchers  # noqa: E402
+from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
+from ddpkit.lightning import DDPPlugin, SupervisedDDPStrategy, Trainer  # noqa: E402
+from ddpkit.lightning.launchers import SpawnLauncher, SubprocessLauncher  # noqa: E402
+from ddpkit.lightning.translate import translate  # noqa: E402
+from ddpkit.testing import make_probe  # noqa: E402
+
+
+def test_a_1x_call_with_supervise_runs_on_ddpkits_spawn_launcher() -> None:
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        trainer = Trainer(accelerator="ddp_cpu", num_processes=2, supervise=True, logger=False)
+    assert sum("1.x device flags" in str(w.message) for w in record) == 1
+    strategy = trainer.strategy
+    assert type(strategy) is SupervisedDDPStrategy
+    assert isinstance(strategy.launcher, SpawnLauncher)
+    assert isinstance(strategy.launcher.ddpkit, ddpkit.launchers.SpawnLauncher)
+    # The very objects the connector built: its plugin connects the ranks.
+    assert strategy.launcher.ddpkit.plugin is strategy.ddpkit_plugin
+    assert trainer.lightning_call == (
+        "Trainer(accelerator='cpu', devices=2, strategy='ddp_spawn_find_unused_parameters_true')"
+    )
+
+
+def test_a_modern_call_with_supervise_is_resolved_by_the_connector_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DDPKitWarning)
+        trainer = Trainer(accelerator="cpu", devices=2, supervise=True, logger=False)
+    assert trainer.plan is not None and trainer.plan.launcher.value == "subprocess"
+    assert type(trainer.strategy) is SupervisedDDPStrategy
+    assert isinstance(trainer.strategy.launcher, SubprocessLauncher)
+    assert isinstance(trainer.strategy.launcher.ddpkit, ddpkit.launchers.SubprocessLauncher)
+
+
+def test_the_strategy_in_lightnings_own_trainer_resolves_through_the_connector() -> None:
+    strategy = SupervisedDDPStrategy(start_method="popen", timeout=5, find_unused_parameters=True)
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy=strategy, logger=False)
+    assert trainer.strategy is strategy
+    assert isinstance(strategy.launcher, SubprocessLauncher)
+    plugin = strategy.ddpkit_plugin
+    assert type(plugin) is DDPPlugin and plugin.find_unused_parameters is True
+    assert plugin.stall_timeout == datetime.timedelta(seconds=5)
+    assert plugin.world_size == 2
+    assert strategy._ddp_kwargs == {"find_unused_parameters": True}
+
+
+def test_one_process_needs_no_supervision() -> None:
+    trainer = Trainer(accelerator="cpu", devices=1, supervise=True, logger=False)
+    assert type(trainer.strategy) is SingleDeviceStrategy
+
+
+def test_under_torchrun_nothing_is_launched_but_the_ranks_are_connected_by_ddpkit() -> None:
+    env = {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "2",
+        "GROUP_RANK": "0",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29500",
+    }
+    translation = translate(
+        {"accelerator": "cpu", "devices": 2, "supervise": True}, make_probe(env=env)
+    )
+    strategy = translation.kwargs["strategy"]
+    assert type(strategy) is SupervisedDDPStrategy
+    assert strategy._ddpkit_launcher is None  # torchrun started every rank
+    assert translation.plan is not None and translation.plan.launcher.value == "external"
+
+
+def test_supervise_takes_a_bool() -> None:
+    with pytest.raises(
+        MisconfigurationError, match=r"Trainer\(supervise='yes'\): pass True or False"
+    ):
+        Trainer(supervise="yes")
+
+
+def test_a_start_method_ddpkit_does_not_have_is_refused() -> None:
+    with pytest.raises(
+        MisconfigurationError,
+        match=r"SupervisedDDPStrategy\(start_method='fork'\): ddpkit starts ranks with 'popen', "
+        r"'spawn', 'forkserver'",
+    ):
+        SupervisedDDPStrategy(start_method="fork")
