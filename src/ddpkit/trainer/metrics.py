@@ -79,7 +79,7 @@ class MetricStore:
     :meth:`log`. ``reduce`` is the training type's all-reduce (identity in one process)."""
 
     def __init__(self) -> None:
-        self.stage = "train"
+        self._stage = "train"
         self._callback_metrics: dict[str, torch.Tensor] = {}
         self._logged_metrics: dict[str, torch.Tensor] = {}
         self._bar: dict[str, torch.Tensor | float] = {}
@@ -92,6 +92,22 @@ class MetricStore:
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
         self.enabled = True
+        #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
+        #: elsewhere (epoch-end hooks, evaluation) to the epoch value
+        self.step_level = True
+        #: a step value went to the loggers' side of the store during this fit
+        self.logged_step_value = False
+
+    @property
+    def stage(self) -> str:
+        """Whose epoch values ``self.log`` adds to ("train", "validate", "test", ...).
+        Setting it also sets the default of ``on_step``: every step in training only."""
+        return self._stage
+
+    @stage.setter
+    def stage(self, stage: str) -> None:
+        self._stage = stage
+        self.step_level = stage == "train"
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
@@ -146,9 +162,9 @@ class MetricStore:
                 f"self.log({name!r}, ..., reduce_fx={reduce_fx!r}): choose one of "
                 f"{', '.join(map(repr, _REDUCE_FX))}."
             )
-        training = self.stage == "train"
-        on_step = training if on_step is None else on_step
-        on_epoch = (not training) if on_epoch is None else on_epoch
+        step_level = self.step_level
+        on_step = step_level if on_step is None else on_step
+        on_epoch = (not step_level) if on_epoch is None else on_epoch
         if isinstance(value, torch.Tensor):
             if value.numel() != 1:
                 raise MisconfigurationError(
@@ -173,6 +189,7 @@ class MetricStore:
                 self._callback_metrics[name] = step_value
             if logger:
                 self._logged_metrics[step_name] = step_value
+                self.logged_step_value = True
                 if self.step_row_due:
                     self.pending_step_row[step_name] = float(step_value)
             if prog_bar:
@@ -216,3 +233,13 @@ class MetricStore:
 
     def discard_epoch(self, stage: str | None = None) -> None:
         self._epoch.pop(self.stage if stage is None else stage, None)
+
+    def reset(self) -> None:
+        """Forget every value (a new stage starts from nothing, as Lightning's does)."""
+        self._callback_metrics = {}
+        self._logged_metrics = {}
+        self._bar = {}
+        self._epoch = {}
+        self.pending_step_row = {}
+        self._device_values = False
+        self.logged_step_value = False
