@@ -257,7 +257,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
 
     validation = _validation_defined(ctx, request)
     val = None
-    if validation and config.num_sanity_val_steps and checkpoint is None:
+    if validation and config.num_sanity_val_steps:
         val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
     state.status.stage = "train"
