@@ -207,7 +207,11 @@ def _refuse_unsupported(given: dict[str, Any]) -> None:
         )
     deterministic = given["deterministic"]
     if deterministic not in (None, True, False, "warn"):
-        raise bad("deterministic", deterministic, "pass True, False or 'warn'.")
+        raise bad(
+            "deterministic",
+            deterministic,
+            "pass True, False or 'warn'. Fix: Trainer(deterministic=True).",
+        )
 
 
 def _barebones(given: dict[str, Any], explicit: set[str]) -> None:
@@ -247,13 +251,15 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
     for name, value in extra.items():
         if name not in LEGACY_MAPPED and name not in LEGACY_REFUSED:
             raise unknown_keyword(name, value, LOOP_KEYWORDS)
-        for key, mapped in map_legacy(name, value).items():
+        mapping, warn = map_legacy(name, value)
+        for key, mapped in mapping.items():
             if key in explicit:
                 raise MisconfigurationError(
                     f"Trainer({name}={value!r}, {key}={given[key]!r}): both say the same thing. "
                     f"Fix: keep {key}={given[key]!r} and drop {name}."
                 )
             (hidden if key.startswith("_") else given)[key] = mapped
+        warn()
     _refuse_unsupported(given)
     _barebones(given, explicit)
     return _resolve(given, hidden)

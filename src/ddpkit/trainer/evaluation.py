@@ -46,6 +46,7 @@ def log_epoch_row(ctx: StageContext, values: dict[str, float]) -> None:
         return
     state = ctx.state
     row = {**values, "epoch": state.current_epoch}
+    state.epoch_rows += 1
     for logger in state.loggers:
         logger.log_metrics(row, step=state.global_step)
 

@@ -286,8 +286,9 @@ LEGACY_REFUSED: dict[str, str] = {
 }
 
 
-def map_legacy(name: str, value: Any) -> dict[str, Any]:
-    """A 1.x keyword in 2.x terms (with the warning), or a refusal naming the replacement."""
+def map_legacy(name: str, value: Any) -> tuple[dict[str, Any], Callable[[], None]]:
+    """A 1.x keyword in 2.x terms and the warning that says so (to give once the rest is
+    checked), or a refusal naming the replacement."""
     if name in LEGACY_REFUSED:
         raise bad(name, value, f"a Lightning 1.x keyword, {LEGACY_REFUSED[name]}")
     spell, mapping = LEGACY_MAPPED[name]
@@ -298,13 +299,11 @@ def map_legacy(name: str, value: Any) -> dict[str, Any]:
             f"a Lightning 1.x keyword that takes {_ACCEPTS[name]}. "
             f"Fix: {spell(_EXAMPLES[name])}.",
         )
-    modern = spell(value)
-    rank_zero_warn(
+    message = (
         f"{call(name, value)} is a Lightning 1.x keyword; ddpkit still honours it. The same, "
-        f"spelled today: {modern}.",
-        DDPKitDeprecationWarning,
+        f"spelled today: {spell(value)}."
     )
-    return mapping(value)
+    return mapping(value), lambda: rank_zero_warn(message, DDPKitDeprecationWarning)
 
 
 def unknown_keyword(name: str, value: Any, known: Iterable[str]) -> MisconfigurationError:

@@ -323,9 +323,10 @@ def _warn_if_no_step_rows(ctx: StageContext) -> None:
     if not ctx.plugin.is_global_zero or ctx.config.fast_dev_run:
         return
     where = ", ".join(_where(logger) for logger in state.loggers)
+    went = f"the epoch values are in {where}" if state.epoch_rows else f"nothing reached {where}"
     rank_zero_warn(
         f"Trainer(log_every_n_steps={every}): this fit made {state.global_step} optimizer steps, "
-        f"fewer than {every}, so no step value was logged; the epoch values are in {where}. "
+        f"fewer than {every}, so no step value was logged; {went}. "
         f"Fix: Trainer(log_every_n_steps={max(1, state.global_step)}) or lower.",
         DDPKitWarning,
     )

@@ -69,6 +69,8 @@ class LoopState:
     """The running stage's hook dispatcher (``trainer.save_checkpoint`` calls the hooks)."""
     step_rows: int = 0
     """Step rows written to the loggers in this fit (0 at the end: the run logged none)."""
+    epoch_rows: int = 0
+    """Epoch rows given to the loggers in this fit."""
     progress: ProgressBar = field(default_factory=lambda: ProgressBar(False))
 
     def begin(self, fn: str) -> None:
@@ -76,7 +78,7 @@ class LoopState:
         self.should_stop = False
         self.is_last_batch = False
         if fn == "fit":
-            self.step_rows = 0
+            self.step_rows = self.epoch_rows = 0
 
     def end(self, status: str = "finished") -> None:
         self.status = TrainerState(fn=self.status.fn, stage=None, status=status)
