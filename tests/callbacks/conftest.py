@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch._dynamo  # noqa: F401
+import torch._dynamo
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset

@@ -13,7 +13,6 @@ from conftest import BATCHES, Scripted, data, options
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import LearningRateMonitor, ModelSummary, Timer
 from ddpkit.callbacks.summary import summarize
-from ddpkit.loggers import CSVLogger
 
 
 class TwoGroups(Scripted):

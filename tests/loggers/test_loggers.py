@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-import torch._dynamo  # noqa: F401  (see tests/trainer/conftest.py)
+import torch._dynamo
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset

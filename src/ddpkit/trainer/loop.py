@@ -246,6 +246,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     if checkpoint is not None:
         start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
         state.epochs_completed = start_epoch
+
     def train_loader() -> Any:
         found = find_loader("train", request.loaders[0], state.datamodule, model)
         _require(found, "fit")
@@ -262,7 +263,8 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
     state.status.stage = "train"
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
-        loop.run(train_loader, (lambda: val) if val is not None else val_loader, validation, start_epoch)
+        get_val = (lambda: val) if val is not None else val_loader
+        loop.run(train_loader, get_val, validation, start_epoch)
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
@@ -337,8 +339,8 @@ def _where(logger: Any) -> str:
     if folder is None:
         return type(logger).__name__
     if isinstance(logger, CSVLogger):
-        return os.path.join(os.path.normpath(folder), ExperimentWriter.NAME_METRICS_FILE)
-    return os.path.normpath(folder)
+        return os.path.join(os.path.normpath(str(folder)), ExperimentWriter.NAME_METRICS_FILE)
+    return os.path.normpath(str(folder))
 
 
 def _teardown(ctx: StageContext, fn: str) -> None:
