@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BATCHES, Scripted, data, options
+from callback_models import BATCHES, Scripted, data, options
 
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import EarlyStopping, EarlyStoppingReason

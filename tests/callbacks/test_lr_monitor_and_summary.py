@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import BATCHES, Scripted, data, options
+from callback_models import BATCHES, Scripted, data, options
 
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import LearningRateMonitor, ModelSummary, Timer

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ddpkit import DDPKitDeprecationWarning, MisconfigurationError, Trainer
 from ddpkit.trainer.config import LOOP_KEYWORDS
-from ddpkit.trainer.keywords import LEGACY_MAPPED, LEGACY_REFUSED
+from ddpkit.trainer.legacy import LEGACY_MAPPED, LEGACY_REFUSED
 
 try:  # imported at collection: Lightning's import sets an environment variable of torch's
     import pytorch_lightning as pl

@@ -6,26 +6,27 @@ The Trainer builds it in ``__init__``; nothing changes it afterwards. Device fla
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.keywords import (
-    LEGACY_MAPPED,
-    LEGACY_REFUSED,
     bad,
+    check_accumulation,
     check_bool,
+    check_callbacks,
+    check_gradient_clip,
     check_int,
     check_limit,
+    check_logger,
     check_path,
-    map_legacy,
+    check_val_check_interval,
     parse_max_time,
     unknown_keyword,
 )
+from ddpkit.trainer.legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
 
 __all__ = ["LOOP_KEYWORDS", "LoopConfig", "build_config"]
 
@@ -132,64 +133,6 @@ class LoopConfig:
         return factor
 
 
-def _accumulation(value: Any) -> tuple[int, tuple[tuple[int, int], ...]]:
-    name = "accumulate_grad_batches"
-    if isinstance(value, Mapping):
-        pairs = []
-        for epoch, factor in value.items():
-            ok = isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0
-            if not ok or isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
-                raise bad(
-                    name,
-                    value,
-                    "a schedule maps epochs (int ≥ 0) to factors (int ≥ 1). "
-                    "Fix: Trainer(accumulate_grad_batches={0: 1, 4: 2}).",
-                )
-            pairs.append((int(epoch), int(factor)))
-        if not pairs:
-            raise bad(name, value, "an empty schedule. Fix: Trainer(accumulate_grad_batches=1).")
-        schedule = tuple(sorted(pairs))
-        first = schedule[0][1] if schedule[0][0] == 0 else 1
-        return first, schedule
-    found = check_int(name, value, minimum=1, meaning="batches per optimizer step")
-    assert found is not None
-    return found, ()
-
-
-def _val_check_interval(value: Any) -> int | float:
-    name = "val_check_interval"
-    if value is None:
-        return 1.0
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise bad(name, value, f"a count of batches must be ≥ 1. Fix: Trainer({name}=100).")
-        return int(value)
-    if isinstance(value, float) and not math.isnan(value) and 0.0 < value <= 1.0:
-        return value
-    raise bad(
-        name,
-        value,
-        f"pass an int (every n training batches) or a float in (0.0, 1.0] (a fraction of the "
-        f"epoch); ddpkit has no time-based interval. Fix: Trainer({name}=0.25).",
-    )
-
-
-def _gradient_clip(given: dict[str, Any]) -> tuple[float | None, str | None]:
-    val, algo = given["gradient_clip_val"], given["gradient_clip_algorithm"]
-    if val is not None:
-        ok = isinstance(val, int | float) and not isinstance(val, bool) and math.isfinite(val)
-        if not ok or val < 0:
-            raise bad(
-                "gradient_clip_val", val, "pass a number ≥ 0. Fix: Trainer(gradient_clip_val=1.0)."
-            )
-        val = float(val)
-    if algo is not None:
-        if not isinstance(algo, str) or algo.lower() not in ("norm", "value"):
-            raise bad("gradient_clip_algorithm", algo, "choose 'norm' or 'value'.")
-        algo = algo.lower()
-    return val, algo
-
-
 def _refuse_unsupported(given: dict[str, Any]) -> None:
     if given["profiler"] is not None:
         raise bad(
@@ -250,7 +193,7 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
     hidden: dict[str, Any] = {"_summary_depth": 1, "_resume_from_checkpoint": None}
     for name, value in extra.items():
         if name not in LEGACY_MAPPED and name not in LEGACY_REFUSED:
-            raise unknown_keyword(name, value, LOOP_KEYWORDS)
+            raise unknown_keyword(name, value, [*LOOP_KEYWORDS, *LEGACY_MAPPED, *LEGACY_REFUSED])
         mapping, warn = map_legacy(name, value)
         for key, mapped in mapping.items():
             if key in explicit:
@@ -270,10 +213,10 @@ def _resolve(given: dict[str, Any], hidden: dict[str, Any]) -> LoopConfig:
     fields.update(_durations(given))
     fields.update(_evaluation(given))
     fields.update(_features(given, hidden))
-    fields["accumulate_grad_batches"], fields["accumulate_schedule"] = _accumulation(
+    fields["accumulate_grad_batches"], fields["accumulate_schedule"] = check_accumulation(
         given["accumulate_grad_batches"]
     )
-    fields["gradient_clip_val"], fields["gradient_clip_algorithm"] = _gradient_clip(given)
+    fields["gradient_clip_val"], fields["gradient_clip_algorithm"] = check_gradient_clip(given)
     fast = given["fast_dev_run"]
     if isinstance(fast, bool):
         fields["fast_dev_run"] = int(fast)
@@ -319,7 +262,7 @@ def _evaluation(given: dict[str, Any]) -> dict[str, Any]:
     check_val = check_int(
         "check_val_every_n_epoch", given["check_val_every_n_epoch"], minimum=1, allow_none=True
     )
-    interval = _val_check_interval(given["val_check_interval"])
+    interval = check_val_check_interval(given["val_check_interval"])
     if check_val is None and isinstance(interval, float):
         raise MisconfigurationError(
             f"Trainer(check_val_every_n_epoch=None, val_check_interval={interval!r}): without "
@@ -379,8 +322,8 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
         ),
         default_root_dir=check_path("default_root_dir", given["default_root_dir"]) or os.getcwd(),
         resume_from_checkpoint=os.fspath(resume) if resume is not None else None,
-        logger=_logger(given["logger"]),
-        callbacks=_callbacks(given["callbacks"]),
+        logger=check_logger(given["logger"]),
+        callbacks=check_callbacks(given["callbacks"]),
     )
     return fields
 
@@ -400,40 +343,3 @@ def _fast_dev_run(fields: dict[str, Any], n: int) -> None:
     )
     if not fields["overfit_batches"]:
         fields["limit_train_batches"] = fields["limit_val_batches"] = n
-
-
-def _logger(value: Any) -> Any:
-    if value is None:
-        return True
-    if isinstance(value, bool):
-        return value
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    for item in items:
-        if not (
-            callable(getattr(item, "log_metrics", None))
-            and callable(getattr(item, "log_hyperparams", None))
-        ):
-            raise bad(
-                "logger",
-                value,
-                f"{type(item).__name__} is not a logger (no log_metrics / log_hyperparams). "
-                f"Fix: Trainer(logger=CSVLogger('logs')) from ddpkit.loggers, or True / False.",
-            )
-    return items if isinstance(value, list | tuple) else value
-
-
-def _callbacks(value: Any) -> tuple[Any, ...]:
-    from ddpkit.callbacks.dispatch import is_callback
-
-    if value is None:
-        return ()
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    for item in items:
-        if not is_callback(item):
-            raise bad(
-                "callbacks",
-                value,
-                f"{type(item).__name__} is not a Callback. Fix: subclass "
-                f"ddpkit.callbacks.Callback, e.g. Trainer(callbacks=[ModelCheckpoint()]).",
-            )
-    return tuple(items)

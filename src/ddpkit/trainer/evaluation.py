@@ -83,32 +83,10 @@ def evaluate(
         model.eval()
     dispatch.call(f"on_{name}_start")
     dispatch.call(f"on_{name}_epoch_start")
-    batch_start, batch_end = (
-        dispatch.hooks(f"on_{name}_batch_start"),
-        dispatch.hooks(f"on_{name}_batch_end"),
-    )
-    outputs: list[Any] = []
     bar = ctx.state.progress
     bar.start(n, "sanity check" if sanity else stage)
     with no_grad(ctx):
-        for batch_idx, raw in enumerate(loader):
-            if n is not None and batch_idx >= n:
-                break
-            batch = ctx.batch(raw)
-            for hook in batch_start:
-                hook(batch, batch_idx)
-            if ctx.plain_forward:
-                out = step(batch, batch_idx)
-            else:
-                with ctx.precision.forward_context():
-                    out = step(batch, batch_idx)
-            if step_end is not None:
-                out = step_end(out)
-            if epoch_end is not None:
-                outputs.append(out)
-            for hook in batch_end:
-                hook(out, batch, batch_idx)
-            bar.update(metrics.bar_values)
+        outputs = _batches(ctx, name, loader, n, step, step_end, keep=epoch_end is not None)
         if epoch_end is not None:
             epoch_end(outputs)
     bar.close()
@@ -121,6 +99,36 @@ def evaluate(
     else:
         _restore(mode)
     return values
+
+
+def _batches(
+    ctx: StageContext, name: str, loader: Any, n: int | None, step: Any, step_end: Any, keep: bool
+) -> list[Any]:
+    """The epoch's batches with their hooks; the step outputs when ``keep`` (1.x epoch ends)."""
+    dispatch, bar = ctx.dispatch, ctx.state.progress
+    batch_start = dispatch.hooks(f"on_{name}_batch_start")
+    batch_end = dispatch.hooks(f"on_{name}_batch_end")
+    bar_values = ctx.state.metrics.bar_values
+    outputs: list[Any] = []
+    for batch_idx, raw in enumerate(loader):
+        if n is not None and batch_idx >= n:
+            break
+        batch = ctx.batch(raw)
+        for hook in batch_start:
+            hook(batch, batch_idx)
+        if ctx.plain_forward:
+            out = step(batch, batch_idx)
+        else:
+            with ctx.precision.forward_context():
+                out = step(batch, batch_idx)
+        if step_end is not None:
+            out = step_end(out)
+        if keep:
+            outputs.append(out)
+        for hook in batch_end:
+            hook(out, batch, batch_idx)
+        bar.update(bar_values)
+    return outputs
 
 
 def _close_epoch(ctx: StageContext, stage: str, name: str, sanity: bool) -> dict[str, float]:

@@ -31,9 +31,10 @@ from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import find_loader, loader_hook, num_batches
 from ddpkit.trainer.evaluation import evaluate, predict
 from ddpkit.trainer.optim import parse_optimizers
+from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
 from ddpkit.trainer.state import LoopState, StageOutput
-from ddpkit.trainer.training import FitLoop, StepModule
+from ddpkit.trainer.training import FitLoop
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["StageRequest", "merge_callbacks", "run_stage"]

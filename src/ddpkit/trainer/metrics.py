@@ -68,6 +68,18 @@ def _on_device(tensor: torch.Tensor) -> bool:
     return not tensor.is_cpu
 
 
+def _scalar(name: str, value: Any) -> torch.Tensor:
+    """A logged value as a one-element tensor, detached, where it lives (no device sync)."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise MisconfigurationError(
+                f"self.log({name!r}, <tensor of shape {tuple(value.shape)}>): log a scalar "
+                f"(e.g. value.mean())."
+            )
+        return value.detach() if value.requires_grad else value
+    return torch.tensor(float(value))
+
+
 def _to_host(values: dict[str, torch.Tensor]) -> None:
     for name, value in values.items():
         if not value.is_cpu:
@@ -165,15 +177,7 @@ class MetricStore:
         step_level = self.step_level
         on_step = step_level if on_step is None else on_step
         on_epoch = (not step_level) if on_epoch is None else on_epoch
-        if isinstance(value, torch.Tensor):
-            if value.numel() != 1:
-                raise MisconfigurationError(
-                    f"self.log({name!r}, <tensor of shape {tuple(value.shape)}>): log a scalar "
-                    f"(e.g. value.mean())."
-                )
-            tensor = value.detach() if value.requires_grad else value
-        else:
-            tensor = torch.tensor(float(value))
+        tensor = _scalar(name, value)
         # Logged both ways, a metric is published as <name>_step and <name>_epoch, and as
         # <name> (the latest of the two) in callback_metrics, as Lightning does.
         both = on_step and on_epoch

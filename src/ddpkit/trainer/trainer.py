@@ -20,11 +20,25 @@ from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
 from ddpkit.trainer.loop import StageRequest, merge_callbacks, run_stage
-from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties, LoopProperties
+from ddpkit.trainer.loop_properties import LoopProperties
+from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
 
-__all__ = ["Trainer"]
+__all__ = ["DEVICE_FLAGS", "Trainer"]
+
+#: the keywords ``ddpkit.connector`` resolves (everything else is the loop's)
+DEVICE_FLAGS = (
+    "accelerator",
+    "strategy",
+    "devices",
+    "gpus",
+    "num_processes",
+    "num_nodes",
+    "plugins",
+    "precision",
+    "sync_batchnorm",
+)
 
 
 def _default_callbacks(config: LoopConfig) -> list[Any]:
@@ -114,22 +128,11 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         num_processes: int | None = None,
         **legacy: Any,
     ) -> None:
-        given = {name: value for name, value in locals().items() if name in LOOP_KEYWORDS}
+        given = dict(locals())
         # The loop keywords first: a bad one is reported before the device flags are resolved.
-        self._config = build_config(given, legacy)
-        self._accelerator_connector = AcceleratorConnector(
-            Flags.of(
-                accelerator=accelerator,
-                strategy=strategy,
-                devices=devices,
-                gpus=gpus,
-                num_processes=num_processes,
-                num_nodes=num_nodes,
-                plugins=plugins,
-                precision=precision,
-                sync_batchnorm=sync_batchnorm,
-            )
-        )
+        self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, legacy)
+        flags = Flags.of(**{k: given[k] for k in DEVICE_FLAGS})
+        self._accelerator_connector = AcceleratorConnector(flags)
         self._state = LoopState(
             callbacks=_default_callbacks(self._config), loggers=_loggers(self._config)
         )

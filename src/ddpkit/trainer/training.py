@@ -1,90 +1,30 @@
 """The training epochs of ``fit``, with Lightning's hooks in Lightning's order.
 
-Per batch: ``on_train_batch_start``, then (at an accumulation boundary) the module's
-``optimizer_step`` whose closure runs ``training_step``, ``on_before_zero_grad`` /
-``optimizer_zero_grad`` (first batch of a window), ``on_before_backward``, ``backward``,
-``on_after_backward``, then ``on_before_optimizer_step`` and gradient clipping before the step;
-then the step-interval schedulers and ``on_train_batch_end``. Between boundaries the closure runs
-under DDP's ``no_sync``. A hook nobody implements costs nothing: the lists are built once.
+An epoch: ``on_train_epoch_start``; per batch ``on_train_batch_start``, the optimization
+(``trainer/optimization.py``), the step-interval schedulers, ``on_train_batch_end``, the step's
+row to the loggers and any validation due; at the end the epoch's validation, the epoch values,
+``on_train_epoch_end`` (the metric-watching callbacks after the module) and the plateau
+schedulers. A hook nobody implements costs nothing: the lists are built once.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch import nn
 
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
 from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
+from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
 
-__all__ = ["FitLoop", "StepModule", "StepOptimizer", "loss_of"]
-
-
-class StepModule(nn.Module):
-    """Routes DDP's forward to the training hook, so gradients sync through ``training_step``."""
-
-    def __init__(self, module: nn.Module) -> None:
-        super().__init__()
-        self.module = module
-
-    def forward(self, batch: Any, batch_idx: int) -> Any:
-        return cast(Any, self.module).training_step(batch, batch_idx)
-
-
-def loss_of(out: Any, where: str) -> torch.Tensor | None:
-    if out is None:
-        return None
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, dict) and "loss" in out:
-        return out["loss"]  # type: ignore[no-any-return]
-    raise MisconfigurationError(
-        f"{where} returned {type(out).__name__}; return the loss tensor, a dict with a 'loss' "
-        f"key, or None to skip the batch."
-    )
-
-
-class StepOptimizer:
-    """The optimizer a module's ``optimizer_step`` override receives (Lightning's
-    ``LightningOptimizer``): ``step(closure)`` runs the closure, the pre-step hooks and clipping,
-    then the precision plugin's step. Everything else is the wrapped optimizer's."""
-
-    def __init__(self, optimizer: torch.optim.Optimizer, finish: Callable[[Any], None]) -> None:
-        self.optimizer = optimizer
-        self._finish = finish
-
-    def step(self, closure: Callable[[], Any] | None = None) -> None:
-        if closure is not None:
-            closure()
-        self._finish(self.optimizer)
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        self.optimizer.zero_grad(set_to_none=set_to_none)
-
-    @property
-    def param_groups(self) -> list[dict[str, Any]]:
-        return self.optimizer.param_groups
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.optimizer, name)
-
-
-def _outputs(out: Any, loss: torch.Tensor | None) -> Any:
-    """What ``on_train_batch_end`` gets: Lightning's dict with the detached loss."""
-    if loss is None:
-        return {}
-    if isinstance(out, dict):
-        return {**out, "loss": loss.detach()}
-    return {"loss": loss.detach()}
+__all__ = ["FitLoop"]
 
 
 class FitLoop:
@@ -98,23 +38,10 @@ class FitLoop:
         wrapped: nn.Module,
         step_module: StepModule,
     ) -> None:
-        self.ctx, self.optimizers, self.schedulers = ctx, optimizers, schedulers
-        model, plugin = ctx.model, ctx.plugin
-        self.wrapped = wrapped
-        # One process: nothing wraps the module, so call the hook, not the wrapper module.
-        self.forward = cast(Any, model).training_step if wrapped is step_module else wrapped
-        # The stall watchdog's bracket around backward only where a plugin has one.
-        self.watch_backward = type(plugin).collective is not TrainingTypePlugin.collective
-        precision = type(ctx.precision)
-        self.unscale = precision.unscale_gradients is not PrecisionPlugin.unscale_gradients
-        self.custom_step = module_hook(model, "optimizer_step")
-        self.custom_zero_grad = module_hook(model, "optimizer_zero_grad")
-        self.custom_backward = module_hook(model, "backward")
-        self.custom_clip = module_hook(model, "configure_gradient_clipping")
+        self.ctx, self.schedulers = ctx, schedulers
+        model = ctx.model
+        self.optimization = Optimization(ctx, optimizers, wrapped, step_module)
         self.custom_scheduler_step = module_hook(model, "lr_scheduler_step")
-        self.step_end = warn_legacy_hook(
-            model, "training_step_end", "do that work in training_step"
-        )
         self.epoch_end = warn_legacy_hook(
             model,
             "training_epoch_end",
@@ -199,7 +126,7 @@ class FitLoop:
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:
-                self._step_scheduler(config)
+                step_scheduler(self.ctx, self.custom_scheduler_step, config)
         for logger in state.loggers:
             logger.save()
 
@@ -228,7 +155,8 @@ class FitLoop:
         epoch_schedulers = [
             c for c in self.schedulers if c.interval == "epoch" and not c.reduce_on_plateau
         ]
-        val_every = self._val_check_batches()
+        val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
+        run_batch = self.optimization.run_batch
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
         if state.progress.enabled:
             state.progress.start(n, f"epoch {epoch}")
@@ -242,18 +170,18 @@ class FitLoop:
                 ran_out = False
                 break
             boundary = last or (batch_idx + 1) % accumulate == 0
-            out, loss = self._run_batch(batch, batch_idx, epoch, boundary, accumulate)
+            out, loss = run_batch(batch, batch_idx, epoch, boundary, accumulate)
             if boundary:
                 state.global_step += 1
                 for sched in step_schedulers:
                     if (batch_idx + 1) % sched.frequency == 0:
-                        self._step_scheduler(sched)
+                        step_scheduler(self.ctx, self.custom_scheduler_step, sched)
                 if last:
                     for sched in epoch_schedulers:
                         if (epoch + 1) % sched.frequency == 0:
-                            self._step_scheduler(sched)
+                            step_scheduler(self.ctx, self.custom_scheduler_step, sched)
             if want_outputs:
-                outputs = _outputs(out, loss)
+                outputs = outputs_of(out, loss)
                 if self.epoch_end is not None:
                     self.epoch_outputs.append(outputs)
                 for hook in batch_end:
@@ -295,101 +223,6 @@ class FitLoop:
         pending.clear()
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
 
-    def _run_batch(
-        self, batch: Any, batch_idx: int, epoch: int, boundary: bool, accumulate: int
-    ) -> tuple[Any, torch.Tensor | None]:
-        zero = batch_idx % accumulate == 0
-        if not boundary:
-            with self.ctx.plugin.no_sync(self.wrapped):
-                return self._closure(batch, batch_idx, epoch, zero, accumulate)
-        if self.custom_step is None:
-            result = self._closure(batch, batch_idx, epoch, zero, accumulate)
-            for opt in self.optimizers:
-                self._finish_step(opt)
-            return result
-        box: list[tuple[Any, torch.Tensor | None]] = []
-
-        def closure() -> torch.Tensor | None:
-            box.append(self._closure(batch, batch_idx, epoch, zero, accumulate))
-            return box[-1][1]
-
-        for i, opt in enumerate(self.optimizers):
-            wrapped = StepOptimizer(opt, self._finish_step)
-            self.custom_step(epoch, batch_idx, wrapped, closure if i == 0 else None)
-        if not box:
-            raise MisconfigurationError(
-                f"{type(self.ctx.model).__name__}.optimizer_step(...) did not run "
-                f"optimizer_closure, so training_step never ran. Fix: call "
-                f"optimizer.step(closure=optimizer_closure)."
-            )
-        return box[-1]
-
-    def _closure(
-        self, batch: Any, batch_idx: int, epoch: int, zero: bool, accumulate: int
-    ) -> tuple[Any, torch.Tensor | None]:
-        """``training_step``, ``zero_grad`` (first batch of a window), backward and its hooks."""
-        ctx = self.ctx
-        if ctx.plain_forward:
-            out = self.forward(batch, batch_idx)
-        else:
-            with ctx.precision.forward_context():
-                out = self.forward(batch, batch_idx)
-        if self.step_end is not None:
-            out = self.step_end(out)
-        loss = loss_of(out, "training_step")
-        if zero:
-            before_zero = ctx.dispatch.hooks("on_before_zero_grad")
-            for opt in self.optimizers:
-                for hook in before_zero:
-                    hook(opt)
-                if self.custom_zero_grad is not None:
-                    self.custom_zero_grad(epoch, batch_idx, opt)
-                else:
-                    opt.zero_grad()
-        if loss is None:
-            if ctx.plugin.world_size > 1:
-                raise MisconfigurationError(
-                    "training_step returned None under DDP: the other ranks wait for this "
-                    "rank's gradients. Fix: return a loss on every rank (multiply it by 0 to "
-                    "skip a batch)."
-                )
-            return out, None
-        self._backward(loss / accumulate if accumulate > 1 else loss)
-        return out, loss
-
-    def _backward(self, loss: torch.Tensor) -> None:
-        ctx = self.ctx
-        for hook in ctx.dispatch.hooks("on_before_backward"):
-            hook(loss)
-        if self.custom_backward is not None:
-            scaler = getattr(ctx.precision, "scaler", None)
-            self.custom_backward(scaler.scale(loss) if scaler is not None else loss)
-        elif self.watch_backward:
-            # The all-reduce happens in backward: the stall watchdog must see it.
-            with ctx.plugin.collective("backward"):
-                ctx.precision.backward(loss)
-        else:
-            ctx.precision.backward(loss)
-        for hook in ctx.dispatch.hooks("on_after_backward"):
-            hook()
-
-    def _finish_step(self, opt: torch.optim.Optimizer) -> None:
-        """Gradients unscaled (16-mixed), ``on_before_optimizer_step``, clipping, the step."""
-        ctx, config = self.ctx, self.ctx.config
-        if self.unscale:
-            ctx.precision.unscale_gradients(opt)
-        for hook in ctx.dispatch.hooks("on_before_optimizer_step"):
-            hook(opt)
-        if self.custom_clip is not None:
-            self.custom_clip(opt, config.gradient_clip_val, config.gradient_clip_algorithm)
-        elif config.gradient_clip_val:
-            params = [p for group in opt.param_groups for p in group["params"]]
-            if config.gradient_clip_algorithm == "value":
-                torch.nn.utils.clip_grad_value_(params, config.gradient_clip_val)
-            else:
-                torch.nn.utils.clip_grad_norm_(params, config.gradient_clip_val)
-        ctx.precision.optimizer_step(opt)
-
     # -- validation and schedulers -------------------------------------------------------------
 
     def _load_val(self) -> None:
@@ -407,25 +240,11 @@ class FitLoop:
         every = self.ctx.config.check_val_every_n_epoch
         return every is None or (epoch + 1) % every == 0
 
-    def _val_check_batches(self) -> int | None:
-        """Validate every this many batches inside the epoch; None: at the epoch's end."""
-        interval, n = self.ctx.config.val_check_interval, self.n_train
-        if isinstance(interval, int):
-            return interval
-        if interval == 1.0:
-            return None
-        if n is None:
-            raise MisconfigurationError(
-                f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
-                f"length; pass an int number of batches."
-            )
-        return max(1, math.floor(n * interval))
-
     def _val_due_at_end(self) -> bool:
         ctx = self.ctx
         if not self._val_epoch(ctx.state.current_epoch) or not self._has_val():
             return False
-        every = self._val_check_batches()
+        every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
         if every is None:
             return True
         count = (
@@ -449,28 +268,7 @@ class FitLoop:
         state.status.stage = stage
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
-                self._step_scheduler(config)
-
-    def _step_scheduler(self, config: SchedulerConfig) -> None:
-        metric = None
-        if config.reduce_on_plateau:
-            name = config.monitor
-            value = self.ctx.state.metrics.callback_metrics.get(name) if name else None
-            if value is None:
-                if not config.strict:
-                    return
-                raise MisconfigurationError(
-                    f"ReduceLROnPlateau monitors {name!r}, which was not logged. Logged: "
-                    f"{sorted(self.ctx.state.metrics.callback_metrics)}. Fix: set 'monitor' to "
-                    f"one of them."
-                )
-            metric = float(value)
-        if self.custom_scheduler_step is not None:
-            self.custom_scheduler_step(config.scheduler, metric)
-        elif metric is None:
-            config.scheduler.step()
-        else:
-            config.scheduler.step(metric)
+                step_scheduler(self.ctx, self.custom_scheduler_step, config)
 
 
 def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:
@@ -496,3 +294,17 @@ def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:
             return
         yield batch_idx, ahead, False
         ahead, batch_idx = following, batch_idx + 1
+
+
+def val_check_batches(interval: int | float, n: int | None) -> int | None:
+    """Validate every this many training batches; None: at the epoch's end."""
+    if isinstance(interval, int):
+        return interval
+    if interval == 1.0:
+        return None
+    if n is None:
+        raise MisconfigurationError(
+            f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
+            f"length; pass an int number of batches."
+        )
+    return max(1, math.floor(n * interval))
