@@ -223,4 +223,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
                 link(*plan.link)
             for path in plan.removes:
                 Path(path).unlink(missing_ok=True)
+            if plan.saves or plan.link:
+                for logger in trainer.loggers:
+                    getattr(logger, "after_save_checkpoint", lambda _: None)(self)
         trainer.strategy.barrier("ModelCheckpoint")

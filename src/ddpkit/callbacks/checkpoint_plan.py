@@ -21,14 +21,7 @@ import torch
 
 from ddpkit.errors import MisconfigurationError
 
-__all__ = [
-    "CheckpointPlanner",
-    "Plan",
-    "STATE",
-    "check_arguments",
-    "format_checkpoint_name",
-    "link",
-]
+__all__ = ["CheckpointPlanner", "Plan", "check_arguments", "format_checkpoint_name", "link"]
 
 
 def format_checkpoint_name(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ddpkit.callbacks.base import Callback
 
-__all__ = ["Dispatcher", "MONITORING", "callback_hook", "is_callback", "module_hook"]
+__all__ = ["Dispatcher", "callback_hook", "is_callback", "module_hook"]
 
 # Base classes whose hooks do nothing: ddpkit's own and Lightning's (a LightningDataModule's
 # loader hooks raise "must be implemented"; Lightning's Callback hooks are empty).

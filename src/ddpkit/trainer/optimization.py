@@ -110,6 +110,11 @@ class Optimization:
         self.step_end = warn_legacy_hook(
             model, "training_step_end", "do that work in training_step"
         )
+        hooks = ctx.dispatch.hooks
+        self.before_zero_grad = hooks("on_before_zero_grad")
+        self.before_backward = hooks("on_before_backward")
+        self.after_backward = hooks("on_after_backward")
+        self.before_optimizer_step = hooks("on_before_optimizer_step")
 
     def run_batch(
         self, batch: Any, batch_idx: int, epoch: int, boundary: bool, accumulate: int
@@ -154,9 +159,8 @@ class Optimization:
             out = self.step_end(out)
         loss = loss_of(out, "training_step")
         if zero:
-            before_zero = ctx.dispatch.hooks("on_before_zero_grad")
             for opt in self.optimizers:
-                for hook in before_zero:
+                for hook in self.before_zero_grad:
                     hook(opt)
                 if self.custom_zero_grad is not None:
                     self.custom_zero_grad(epoch, batch_idx, opt)
@@ -175,7 +179,7 @@ class Optimization:
 
     def _backward(self, loss: torch.Tensor) -> None:
         ctx = self.ctx
-        for hook in ctx.dispatch.hooks("on_before_backward"):
+        for hook in self.before_backward:
             hook(loss)
         if self.custom_backward is not None:
             scaler = getattr(ctx.precision, "scaler", None)
@@ -186,7 +190,7 @@ class Optimization:
                 ctx.precision.backward(loss)
         else:
             ctx.precision.backward(loss)
-        for hook in ctx.dispatch.hooks("on_after_backward"):
+        for hook in self.after_backward:
             hook()
 
     def _finish_step(self, opt: torch.optim.Optimizer) -> None:
@@ -194,7 +198,7 @@ class Optimization:
         ctx, config = self.ctx, self.ctx.config
         if self.unscale:
             ctx.precision.unscale_gradients(opt)
-        for hook in ctx.dispatch.hooks("on_before_optimizer_step"):
+        for hook in self.before_optimizer_step:
             hook(opt)
         if self.custom_clip is not None:
             self.custom_clip(opt, config.gradient_clip_val, config.gradient_clip_algorithm)
