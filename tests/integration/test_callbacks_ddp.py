@@ -41,14 +41,14 @@ def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def reference_hooks(tmp_path: Path) -> list[str]:
     """The same run in one process, with rank 1's scores (which decide the stop) for rank 0:
     the same saves, the same stop, so the same hooks (tests/callbacks checks these against
-    Lightning's own)."""
+    Lightning's own). Half the data: a rank of two sees half of it."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     recorder = Recording(tmp_path)
-    trainer = Trainer(**options(tmp_path / "reference", recorder, logger=False))
-    scores = {0: SCORES[1]}
-    model = Watched(scores=scores)
-    trainer.fit(model, loader(), loader())
-    trainer.test(dataloaders=loader(), ckpt_path="best")
-    trainer.predict(model, loader(batch=3))
+    trainer = Trainer(**options(tmp_path / "reference", recorder))
+    model = Watched(scores={0: SCORES[1]})
+    trainer.fit(model, loader(N // 2), loader(N // 2))
+    trainer.test(dataloaders=loader(N // 2), ckpt_path="best")
+    trainer.predict(model, loader(N // 2, batch=3))
     return recorder.calls
 
 
