@@ -124,3 +124,14 @@ def test_its_state_is_saved_and_restored(tmp_path: Path) -> None:
 def test_bad_arguments_are_refused(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(MisconfigurationError, match=message):
         EarlyStopping(**kwargs)
+
+
+def test_testing_from_the_best_checkpoint_leaves_the_callbacks_as_fit_left_them(
+    tmp_path: Path,
+) -> None:
+    """As in Lightning, only a fit restores callback state from a checkpoint."""
+    stopper = EarlyStopping("val_loss", patience=1)
+    trainer, _ = fit(tmp_path, [1.0, 0.5, 0.7, 0.8], stopper)
+    assert stopper.stopped_epoch == 2
+    trainer.test(dataloaders=data(), ckpt_path="best")  # the best: epoch 1, before the stop
+    assert (stopper.stopped_epoch, stopper.wait_count) == (2, 1)

@@ -119,17 +119,22 @@ def dump_checkpoint(
 
 
 def restore_model(
-    checkpoint: dict[str, Any], model: nn.Module, dispatcher: Dispatcher, state: LoopState
+    checkpoint: dict[str, Any],
+    model: nn.Module,
+    dispatcher: Dispatcher,
+    state: LoopState,
+    *,
+    callbacks: bool,
 ) -> None:
-    """The module's weights (after its ``on_load_checkpoint``), the callbacks' state and the
-    DataModule's."""
+    """The module's weights (after its ``on_load_checkpoint``), the DataModule's state, and with
+    ``callbacks`` (a fit resuming, as in Lightning) the callbacks' state."""
     dispatcher.call_module("on_load_checkpoint", checkpoint)
     model.load_state_dict(checkpoint["state_dict"])
     datamodule = state.datamodule
     if datamodule is not None and type(datamodule).__qualname__ in checkpoint:
         datamodule.load_state_dict(checkpoint[type(datamodule).__qualname__])
     saved = checkpoint.get("callbacks")
-    if not saved:
+    if not saved or not callbacks:
         return
     unknown = sorted(set(saved) - {cb.state_key for cb in state.callbacks})
     if unknown:

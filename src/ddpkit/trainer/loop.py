@@ -196,7 +196,7 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     checkpoint = None
     if request.ckpt_path is not None:
         checkpoint = load_checkpoint(request.ckpt_path, weights_only=request.weights_only)
-        restore_model(checkpoint, ctx.model, ctx.dispatch, state)
+        restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
         state.ckpt_path = request.ckpt_path
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
