@@ -86,6 +86,7 @@ def test_callbacks_and_loggers_agree_across_two_ranks(shared_dir: Path, strategy
     )
     model = Watched()
     trainer.fit(model, loader(), loader())
+    final = {k: v.detach().clone() for k, v in model.state_dict().items()}
     [tested] = trainer.test(dataloaders=loader(), ckpt_path="best")
     predictions = trainer.predict(model, loader(batch=3))
     if trainer.global_rank != 0:
@@ -112,9 +113,11 @@ def test_callbacks_and_loggers_agree_across_two_ranks(shared_dir: Path, strategy
     assert (best["epoch"], best["global_step"]) == (BEST_EPOCH, (BEST_EPOCH + 1) * STEPS_PER_EPOCH)
     restored = Watched.load_from_checkpoint(checkpoint.best_model_path)
     assert restored.hparams == {"lr": 0.05, "width": 1, "scores": None}
-    assert not torch.equal(restored.layer.weight, model.layer.weight)  # not the final weights
+    assert not torch.equal(restored.layer.weight, final["layer.weight"])  # not the final weights
     last = Watched.load_from_checkpoint(checkpoint.last_model_path)
-    assert torch.equal(last.layer.weight, model.layer.weight)  # last = the final weights
+    assert torch.equal(last.layer.weight, final["layer.weight"])  # last = the final weights
+    # As in Lightning, test(ckpt_path="best") left the best weights in the module.
+    assert torch.equal(model.layer.weight, restored.layer.weight)
 
     # test(ckpt_path="best") ran the best epoch's weights (compare: a fresh test in-process).
     [expected] = Trainer(

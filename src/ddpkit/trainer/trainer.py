@@ -277,15 +277,17 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
                 "Trainer.save_checkpoint(path): no model yet. Call it during or after fit, or "
                 "pass model=..."
             )
+        # Every rank builds it (its callbacks' and module's on_save_checkpoint run everywhere, as
+        # in Lightning); rank zero writes it.
+        checkpoint = dump_checkpoint(
+            self._state,
+            target,
+            self.precision_plugin,
+            self._state.dispatcher,
+            weights_only=weights_only,
+            epochs_completed=self._state.epochs_completed,
+        )
         if self.is_global_zero:
-            checkpoint = dump_checkpoint(
-                self._state,
-                target,
-                self.precision_plugin,
-                self._state.dispatcher,
-                weights_only=weights_only,
-                epochs_completed=self._state.epochs_completed,
-            )
             atomic_save(checkpoint, filepath)
         if barrier:
             self.strategy.barrier("save_checkpoint")
