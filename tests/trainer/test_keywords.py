@@ -147,7 +147,7 @@ def test_a_bad_value_quotes_the_call_and_gives_a_fix(kwargs: dict[str, Any], mes
 def test_a_typo_gets_a_did_you_mean(name: str, suggestion: str) -> None:
     with pytest.raises(
         MisconfigurationError,
-        match=rf"^Trainer\({name}=3\): no such keyword\. Did you mean {suggestion}\?$",
+        match=rf"^Trainer\({name}=3\): no such keyword \(did you mean '{suggestion}'\?\)$",
     ):
         Trainer(**{name: 3})
     with pytest.raises(

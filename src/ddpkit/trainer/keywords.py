@@ -6,7 +6,6 @@ ends with one fix; an unknown keyword gets a did-you-mean.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -16,6 +15,7 @@ from typing import Any
 
 from ddpkit.callbacks.dispatch import is_callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.suggest import did_you_mean
 
 __all__ = [
     "bad",
@@ -148,9 +148,9 @@ def parse_max_time(name: str, value: Any) -> timedelta | None:
 
 def unknown_keyword(name: str, value: Any, known: Iterable[str]) -> MisconfigurationError:
     names = sorted(set(known))
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if close:
-        return bad(name, value, f"no such keyword. Did you mean {close[0]}?")
+    hint = did_you_mean(name, names)
+    if hint:
+        return bad(name, value, f"no such keyword{hint}")
     return bad(name, value, f"no such keyword. The keywords are: {', '.join(names)}.")
 
 
