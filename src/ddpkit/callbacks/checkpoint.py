@@ -122,6 +122,9 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        # Saving by epoch only (the default): nothing to do per step, and this runs every step.
+        if self._every_n_train_steps < 1 and self._train_time_interval is None:
+            return
         if self._skip(trainer):
             return
         every = self._every_n_train_steps
