@@ -104,6 +104,8 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
     # -- hooks ---------------------------------------------------------------------------------
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if stage != "fit":
+            return  # it saves during fit only (and a broadcast here would join every stage)
         self.dirpath = trainer.strategy.broadcast_object(self._resolve_dir(trainer))
         # A directory this callback wrote in an earlier fit is no surprise.
         written = self.best_model_path or self.last_model_path

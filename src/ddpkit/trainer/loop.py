@@ -151,11 +151,14 @@ def _begin(
         state.callbacks[:] = merge_callbacks(state.callbacks, configure())
     state.progress = ProgressBar(config.enable_progress_bar and trainer.is_global_zero)
     # Every rank names the run as rank zero does (a version resolved by scanning folders could
-    # differ on a rank that looks after rank zero created its folder).
-    versions = [
-        getattr(lg, "version", None) if trainer.is_global_zero else None for lg in state.loggers
-    ]
-    versions = trainer.strategy.broadcast_object(versions)
+    # differ on a rank that looks after rank zero created its folder). No logger, no collective:
+    # a stage starts with none, so a rank left alone in it can still be ended cleanly.
+    versions: list[Any] = []
+    if state.loggers:
+        versions = [
+            getattr(lg, "version", None) if trainer.is_global_zero else None for lg in state.loggers
+        ]
+        versions = trainer.strategy.broadcast_object(versions)
     for logger, version in zip(state.loggers, versions):
         attach = getattr(logger, "attach", None)
         if callable(attach):
@@ -178,15 +181,13 @@ def _prepare_data(ctx: StageContext) -> None:
 
 
 def _setup(ctx: StageContext, fn: str) -> None:
-    plugin, dispatch = ctx.plugin, ctx.dispatch
-    plugin.barrier("pre_setup")
+    dispatch = ctx.dispatch
     datamodule = ctx.state.datamodule
     if datamodule is not None and module_hook(datamodule, "setup") is not None:
         datamodule.setup(stage=fn)
     dispatch.call_callbacks("setup", fn)
     dispatch.call_module("setup", fn)
     dispatch.call_module("configure_model")
-    plugin.barrier("post_setup")
 
 
 def _run(ctx: StageContext, request: StageRequest) -> Any:
