@@ -231,15 +231,16 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
             return_state=spawn,
             return_predictions=return_predictions,
         )
+        # The first argument names the stage (the launchers' messages say which one ran).
         if launcher is None:
-            output: StageOutput = self._run_stage(request)
+            output: StageOutput = self._run_stage(fn, request)
         else:
-            output = launcher.launch(self._run_stage, request)
+            output = launcher.launch(self._run_stage, fn, request)
         if spawn and output is not None:
             self._adopt(model, datamodule, output)
         return output.result if output is not None else None
 
-    def _run_stage(self, request: StageRequest) -> StageOutput:
+    def _run_stage(self, fn: str, request: StageRequest) -> StageOutput:
         return run_stage(self, self._state, self._config, request)
 
     def _adopt(self, model: nn.Module, datamodule: Any, output: StageOutput) -> None:
