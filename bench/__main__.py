@@ -49,13 +49,14 @@ class Config:
     workload: str
     contender: str  # raw | ddpkit | lightning
     mode: str  # single | ddp | spawn
-    features: str = "off"  # Lightning and ddpkit: progress bar, logger, checkpoints (summary)
+    #: Lightning and ddpkit: "on" = progress bar, logger, checkpoints (summary); "callbacks" =
+    #: ModelCheckpoint + EarlyStopping + a custom callback with per-step hooks, the rest off
+    features: str = "off"
 
     @property
     def name(self) -> str:
-        return f"{self.workload}/{self.contender}/{self.mode}" + (
-            "+on" if self.features == "on" else ""
-        )
+        suffix = {"off": "", "on": "+on", "callbacks": "+cb"}[self.features]
+        return f"{self.workload}/{self.contender}/{self.mode}{suffix}"
 
 
 def default_configs(with_lightning: bool) -> list[Config]:
@@ -63,6 +64,12 @@ def default_configs(with_lightning: bool) -> list[Config]:
     configs = [Config("mlp", c, m) for m in ("single", "ddp", "spawn") for c in contenders]
     configs += [Config("tiny", c, m) for m in ("single", "ddp") for c in contenders]
     configs += [Config("mlp", c, "single", "on") for c in contenders if c != "raw"]
+    configs += [
+        Config(w, c, "single", "callbacks")
+        for w in ("mlp", "tiny")
+        for c in contenders
+        if c != "raw"
+    ]
     return configs
 
 

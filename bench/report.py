@@ -104,6 +104,12 @@ class Target:
     figure: str
     kind: str  # "ratio" (ddpkit / raw ≤ limit) or "diff" (ddpkit − raw ≤ limit, seconds)
     limit: float
+    raw: str | None = None  # raw PyTorch's config when it is not config (raw has no callbacks)
+
+    def configs(self) -> tuple[str, str, str]:
+        """(raw, ddpkit, lightning) config names."""
+        raw = self.raw or self.config.format(c="raw")
+        return raw, self.config.format(c="ddpkit"), self.config.format(c="lightning")
 
 
 TARGETS = (
@@ -111,6 +117,22 @@ TARGETS = (
     Target("MLP, 1 process, steady step", "mlp/{c}/single", "step_ms", "ratio", 1.05),
     Target("MLP, 2-process subprocess DDP, steady step", "mlp/{c}/ddp", "step_ms", "ratio", 1.10),
     Target("MLP, 2-process spawn DDP, steady step", "mlp/{c}/spawn", "step_ms", "ratio", 1.10),
+    Target(
+        "tiny model, 1 process, ModelCheckpoint + EarlyStopping + a callback",
+        "tiny/{c}/single+cb",
+        "step_ms",
+        "ratio",
+        1.10,
+        raw="tiny/raw/single",
+    ),
+    Target(
+        "MLP, 1 process, ModelCheckpoint + EarlyStopping + a callback",
+        "mlp/{c}/single+cb",
+        "step_ms",
+        "ratio",
+        1.10,
+        raw="mlp/raw/single",
+    ),
     Target("subprocess DDP, process start → first step", "mlp/{c}/ddp", "launch_s", "diff", 0.3),
     Target("spawn DDP, process start → first step", "mlp/{c}/spawn", "launch_s", "diff", 0.3),
 )
@@ -148,7 +170,7 @@ def _targets_table(s: Summary) -> list[str]:
             f"{'yes' if met else 'no'} | {_cell(vs_pl, '.2f', ' ×')} |"
         )
     for t in TARGETS:
-        raw, dk, pl = (t.config.format(c=c) for c in ("raw", "ddpkit", "lightning"))
+        raw, dk, pl = t.configs()
         if s.spread(dk, t.figure) is None:
             continue
         spec, unit = _UNITS[t.figure]
@@ -197,7 +219,7 @@ def _pairs(s: Summary) -> list[tuple[str, str, str]]:
         for other in ("raw", "lightning"):
             partner = f"{workload}/{other}/{mode}"
             if other == "raw":
-                partner = partner.replace("+on", "")
+                partner = partner.replace("+on", "").replace("+cb", "")
             if partner in s.by_config:
                 out.append((f"{name} / {other}", name, partner))
     return out
@@ -239,7 +261,7 @@ def _scaling_table(s: Summary) -> list[str]:
 
 def _config_order(name: str) -> tuple[int, int, int, str]:
     workload, contender, mode = name.split("/")
-    base = mode.replace("+on", "")
+    base = mode.replace("+on", "").replace("+cb", "")
     return (
         ("mlp", "tiny").index(workload) if workload in ("mlp", "tiny") else 9,
         ("single", "ddp", "spawn", "forkserver").index(base)
@@ -300,7 +322,9 @@ def markdown(s: Summary, meta: dict[str, Any], plot_name: str | None) -> str:
         f"median time between optimizer steps after {mlp.warmup} (mlp) / {tiny.warmup} (tiny) "
         f"warm-up steps. Start → first step: from the driver's clock right before `Popen` to "
         f"the end of rank 0's first optimizer step. Lightning and ddpkit run with progress bar, "
-        f"logger, checkpointing (and Lightning's model summary) off; `+on` rows leave them on.",
+        f"logger, checkpointing (and the model summary) off; `+on` rows leave them on; `+cb` "
+        f"rows add `ModelCheckpoint(monitor='loss')`, `EarlyStopping('loss')` and a custom "
+        f"callback with per-step hooks (compared with raw PyTorch without them).",
         "",
         "## Against the targets",
         "",
@@ -370,7 +394,8 @@ def plot(s: Summary, path: Path) -> bool:
         workload, contender, mode = name.split("/")
         if contender != "ddpkit":
             continue
-        raw, pl_name = f"{workload}/raw/{mode.replace('+on', '')}", f"{workload}/lightning/{mode}"
+        base = mode.replace("+on", "").replace("+cb", "")
+        raw, pl_name = f"{workload}/raw/{base}", f"{workload}/lightning/{mode}"
         rows.append(
             (
                 f"{workload} {mode}: step",

@@ -6,7 +6,9 @@
     python -m bench.run_ddpkit --workload mlp --mode forkserver  # DDPSpawnPlugin(start_method=...)
 
 ``--features off`` (the default) turns the progress bar, the logger and checkpointing off, as the
-Lightning runner does; ``--features on`` leaves them at their defaults.
+Lightning runner does; ``--features on`` leaves them at their defaults; ``--features callbacks``
+is "off" plus ``ModelCheckpoint(monitor="loss")``, ``EarlyStopping("loss")`` and a custom callback
+with per-step hooks (``bench.workload.counting_callback``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bench.workload import (  # noqa: E402
     SEED,
     TimedSGD,
     Workload,
+    counting_callback,
     make_loader,
     make_net,
     parse_args,
@@ -85,7 +88,17 @@ def main() -> None:
         },
     }[args.mode]
     on = args.features == "on"
+    with_callbacks = args.features == "callbacks"
     root = args.root or os.path.join(tempfile.gettempdir(), "ddpkit-bench")
+    callbacks: list[Any] = []
+    if with_callbacks:
+        from ddpkit.callbacks import Callback, EarlyStopping, ModelCheckpoint
+
+        callbacks = [
+            ModelCheckpoint(monitor="loss"),
+            EarlyStopping("loss", patience=1000),
+            counting_callback(Callback)(),
+        ]
     trainer = ddpkit.Trainer(
         **flags,
         max_epochs=1,
@@ -93,7 +106,9 @@ def main() -> None:
         num_sanity_val_steps=0,
         enable_progress_bar=on,
         logger=on,
-        enable_checkpointing=on,
+        enable_checkpointing=on or with_callbacks,
+        enable_model_summary=on,
+        callbacks=callbacks,
         default_root_dir=root,
     )
     torch.manual_seed(SEED)

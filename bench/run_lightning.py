@@ -5,7 +5,9 @@
     python -m bench.run_lightning --workload mlp --mode spawn    # strategy="ddp_spawn"
 
 ``--features off`` (the default) turns the progress bar, the logger, checkpointing and the model
-summary off; ``--features on`` leaves them at Lightning's defaults.
+summary off; ``--features on`` leaves them at Lightning's defaults; ``--features callbacks`` is
+"off" plus Lightning's ModelCheckpoint and EarlyStopping and the same custom callback as
+ddpkit's runner.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bench.workload import (  # noqa: E402
     SEED,
     TimedSGD,
     Workload,
+    counting_callback,
     make_loader,
     make_net,
     parse_args,
@@ -84,7 +87,15 @@ def main() -> None:
         "spawn": {"accelerator": "cpu", "devices": WORLD_SIZE, "strategy": "ddp_spawn"},
     }[args.mode]
     on = args.features == "on"
+    with_callbacks = args.features == "callbacks"
     root = args.root or os.path.join(tempfile.gettempdir(), "lightning-bench")
+    callbacks: list[Any] = []
+    if with_callbacks:
+        callbacks = [
+            pl.callbacks.ModelCheckpoint(monitor="loss"),
+            pl.callbacks.EarlyStopping("loss", patience=1000),
+            counting_callback(pl.Callback)(),
+        ]
     trainer = pl.Trainer(
         **flags,
         max_epochs=1,
@@ -92,8 +103,9 @@ def main() -> None:
         num_sanity_val_steps=0,
         enable_progress_bar=on,
         logger=on,
-        enable_checkpointing=on,
+        enable_checkpointing=on or with_callbacks,
         enable_model_summary=on,
+        callbacks=callbacks,
         default_root_dir=root,
     )
     torch.manual_seed(SEED)

@@ -125,6 +125,36 @@ def process_start_wall() -> float:
         return float("nan")
 
 
+def counting_callback(base: type) -> type:
+    """A user's callback with per-step hooks (counts batches and optimizer steps), built on
+    ``base``: ddpkit's or Lightning's ``Callback``, so both runners measure the same one."""
+
+    def on_train_batch_start(self: Any, trainer: Any, pl_module: Any, batch: Any, idx: int) -> None:
+        self.batches += 1
+
+    def on_before_optimizer_step(self: Any, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        self.steps += 1
+
+    def on_train_batch_end(
+        self: Any, trainer: Any, pl_module: Any, outputs: Any, batch: Any, idx: int
+    ) -> None:
+        self.ends += 1
+
+    def init(self: Any) -> None:
+        self.batches = self.steps = self.ends = 0
+
+    return type(
+        "Counting",
+        (base,),
+        {
+            "__init__": init,
+            "on_train_batch_start": on_train_batch_start,
+            "on_before_optimizer_step": on_before_optimizer_step,
+            "on_train_batch_end": on_train_batch_end,
+        },
+    )
+
+
 def write_result(
     *,
     contender: str,
@@ -174,7 +204,7 @@ def parse_args(argv: list[str] | None = None) -> Any:
     p = argparse.ArgumentParser()
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="mlp")
     p.add_argument("--mode", choices=("single", "ddp", "spawn", "forkserver"), default="single")
-    p.add_argument("--features", choices=("off", "on"), default="off")
+    p.add_argument("--features", choices=("off", "on", "callbacks"), default="off")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--warmup", type=int, default=None)
     p.add_argument("--root", default=None, help="where logs and checkpoints go (features on)")

@@ -1,6 +1,7 @@
 """ddpkit: one Trainer for one CPU, many CPU processes, a GPU box or a cluster — by flags only."""
 
 from ddpkit.__about__ import __version__
+from ddpkit.core.datamodule import DataModule
 from ddpkit.core.module import Module
 from ddpkit.errors import (
     ChildFailedError,
@@ -21,6 +22,7 @@ __all__ = [
     "DDPKitWarning",
     "DDPPlugin",
     "DDPSpawnPlugin",
+    "DataModule",
     "LaunchError",
     "MisconfigurationError",
     "Module",

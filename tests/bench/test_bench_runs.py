@@ -24,7 +24,7 @@ def test_quick_run_writes_results(tmp_path: Path) -> None:
         "bench",
         "--quick",
         "--only",
-        "tiny/(raw|ddpkit)/single",
+        "^tiny/(raw|ddpkit)/single$",
         "--no-lightning",
         "--no-imports",
         "--no-plot",

@@ -99,7 +99,9 @@ def test_simulated_reference_equals_a_real_ddp_loop(dist: DistInfo) -> None:
 
 
 def test_single_device_trains_like_the_hand_written_loop(tmp_path: Path, seeded: int) -> None:
-    trainer = Trainer(max_epochs=EPOCHS, default_root_dir=tmp_path, enable_progress_bar=False)
+    trainer = Trainer(
+        max_epochs=EPOCHS, default_root_dir=tmp_path, enable_progress_bar=False, log_every_n_steps=1
+    )
     assert type(trainer.strategy) is SingleDevicePlugin
     model = Regressor(tmp_path, tag="single")
     trainer.fit(model, DataLoader(make_dataset(), batch_size=BATCH))  # the user's order, kept
@@ -166,7 +168,11 @@ def test_mission_call_trains_like_hand_written_ddp(
     root = shared_dir / "root"
     with warns:
         trainer = Trainer(
-            **make_flags(), max_epochs=EPOCHS, default_root_dir=root, enable_progress_bar=False
+            **make_flags(),
+            max_epochs=EPOCHS,
+            default_root_dir=root,
+            enable_progress_bar=False,
+            log_every_n_steps=1,
         )
     assert type(trainer.strategy) is plugin_type
     # A rank the subprocess launcher started plans no launch of its own: it is one rank of a
@@ -221,7 +227,8 @@ def test_mission_call_trains_like_hand_written_ddp(
     ]
     assert trainer.checkpoint_path is not None
     ckpt = load_checkpoint(trainer.checkpoint_path)
-    assert (ckpt["global_step"], ckpt["epoch"]) == (trainer.global_step, EPOCHS)
+    # Lightning's meaning: "epoch" is the epoch that wrote it (0-based).
+    assert (ckpt["global_step"], ckpt["epoch"]) == (trainer.global_step, EPOCHS - 1)
     for name, value in net_state(ckpt["state_dict"]).items():
         assert torch.equal(value, w0[name]), name
     last_step = EPOCHS * STEPS_PER_EPOCH
@@ -267,6 +274,7 @@ def test_accumulation_skips_the_allreduce_and_matches_the_large_batch(
         default_root_dir=shared_dir / "root",
         enable_progress_bar=False,
         enable_checkpointing=False,
+        log_every_n_steps=1,
     )
     half = DataLoader(make_dataset(), batch_size=BATCH // 2, shuffle=True)
     trainer.fit(Regressor(shared_dir, tag="accumulate"), half)
@@ -309,12 +317,14 @@ def test_resume_continues_from_the_saved_step(shared_dir: Path, seeded: int) -> 
         "devices": 2,
         "strategy": "ddp_spawn",
         "enable_progress_bar": False,
+        "log_every_n_steps": 1,
     }
     first = Trainer(**common, max_epochs=1, default_root_dir=shared_dir / "first")
     first.fit(Regressor(shared_dir, tag="first"), loader)
     assert first.checkpoint_path is not None
     saved = load_checkpoint(first.checkpoint_path)
-    assert (saved["epoch"], saved["global_step"]) == (1, STEPS_PER_EPOCH)
+    assert (saved["epoch"], saved["global_step"]) == (0, STEPS_PER_EPOCH)
+    assert saved["loops"]["epochs_completed"] == 1
     assert saved["optimizer_states"][0]["state"]  # the momentum buffers travel with it
     assert_weights_close(net_state(saved["state_dict"]), simulate_ddp(epochs=1))
 

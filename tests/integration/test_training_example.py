@@ -57,7 +57,9 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     checkpoint = root / "checkpoints" / f"epoch={epochs - 1}-step={steps}.ckpt"
     assert summary.endswith(f"checkpoint: {checkpoint}")
     saved = load_checkpoint(checkpoint)
-    assert (saved["epoch"], saved["global_step"]) == (epochs, steps)
+    # Lightning's meaning: written by the last epoch (0-based), which a resume continues after.
+    assert (saved["epoch"], saved["global_step"]) == (epochs - 1, steps)
+    assert saved["loops"]["epochs_completed"] == epochs
     # Everything went under --root-dir.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert sorted(p.name for p in root.iterdir()) == ["checkpoints", "metrics.csv"]

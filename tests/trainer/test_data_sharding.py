@@ -67,12 +67,15 @@ def test_the_seed_decides_the_shuffle() -> None:
     assert a != b
 
 
-def test_predict_shards_have_no_padding() -> None:
+def test_predict_shards_are_contiguous_blocks_without_padding() -> None:
+    """Rank zero's block first: the ranks' batches one after another are the dataset's order."""
     data = TensorDataset(torch.arange(5).float())
     loader = DataLoader(data, batch_size=2)
     rank0, rank1 = shards(loader, train=False, predict=True)
-    assert (rank0, rank1) == ([0, 2, 4], [1, 3])
-    assert len(ShardSampler(5, 1, 2)) == 2
+    assert (rank0, rank1) == ([0, 1, 2], [3, 4])
+    assert [len(ShardSampler(5, r, 2)) for r in (0, 1)] == [3, 2]
+    assert [list(ShardSampler(7, r, 3)) for r in range(3)] == [[0, 1, 2], [3, 4], [5, 6]]
+    assert [list(ShardSampler(2, r, 3)) for r in range(3)] == [[0], [1], []]
 
 
 def test_evaluation_shards_pad_to_equal_length() -> None:

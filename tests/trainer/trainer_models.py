@@ -86,5 +86,13 @@ class Recorder(ddpkit.Module):
 
 
 def quiet(**kwargs: Any) -> dict[str, Any]:
-    """Trainer options for unit tests: no progress bar, no sanity check, plus ``kwargs``."""
-    return {"enable_progress_bar": False, "num_sanity_val_steps": 0, **kwargs}
+    """Trainer options for unit tests: no progress bar, no model summary, no sanity check, a
+    step row every step (a short fit would otherwise warn that it logged none), plus
+    ``kwargs``."""
+    return {
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+        "log_every_n_steps": 1,
+        **kwargs,
+    }

@@ -1,41 +1,58 @@
-"""``Module``: an ``nn.Module`` with LightningModule-style hooks and ``self.log``."""
+"""``Module``: an ``nn.Module`` with LightningModule's hooks, ``self.log`` and hyperparameters."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from ddpkit.trainer.trainer import Trainer
+from ddpkit.core.hooks import CheckpointHooks, DataHooks, ModelHooks
+from ddpkit.core.hparams import HyperparametersMixin
+from ddpkit.core.protocols import MetricSink, TrainerProtocol
+from ddpkit.core.saving import HPARAMS_KEY, restore_module
+from ddpkit.errors import MisconfigurationError
 
 __all__ = ["Module"]
 
+M = TypeVar("M", bound="Module")
 
-class Module(nn.Module):
+_CLIP_ALGORITHMS = ("norm", "value")
+
+
+class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module):
     """Subclass it and implement ``training_step`` and ``configure_optimizers``.
 
-    Any ``nn.Module`` with the same hook names trains too (duck typing); ``Module`` adds
-    ``self.log``, ``self.trainer``, ``self.device`` and the ranks.
+    Every LightningModule hook exists here with Lightning's name and signature (the loop calls
+    those you override, in Lightning's order). Any ``nn.Module`` with the same hook names trains
+    too (duck typing); ``Module`` adds ``self.log``, ``self.trainer``, hyperparameters and
+    :meth:`load_from_checkpoint`.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._trainer: Trainer | None = None
+    #: the checkpoint key of the hyperparameters (Lightning's name)
+    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._trainer: TrainerProtocol | None = None
+        self._metric_sink: MetricSink | None = None
+        self._automatic_optimization = True
 
     # -- what the trainer gives the module -----------------------------------------------------
 
     @property
-    def trainer(self) -> Trainer:
+    def trainer(self) -> TrainerProtocol:
         if self._trainer is None:
             raise RuntimeError(f"{type(self).__name__} is not attached to a Trainer")
         return self._trainer
 
     @trainer.setter
-    def trainer(self, trainer: Trainer | None) -> None:
+    def trainer(self, trainer: TrainerProtocol | None) -> None:
         self._trainer = trainer
+        # self.log runs every step: look the sink up once, not through two properties a call.
+        self._metric_sink = trainer.metric_store if trainer is not None else None
 
     @property
     def device(self) -> torch.device:
@@ -53,7 +70,49 @@ class Module(nn.Module):
     def local_rank(self) -> int:
         return self._trainer.local_rank if self._trainer is not None else 0
 
-    # -- hooks -------------------------------------------------------------------------------
+    @property
+    def current_epoch(self) -> int:
+        return self._trainer.current_epoch if self._trainer is not None else 0
+
+    @property
+    def global_step(self) -> int:
+        return self._trainer.global_step if self._trainer is not None else 0
+
+    @property
+    def logger(self) -> Any:
+        return self._trainer.logger if self._trainer is not None else None
+
+    @property
+    def loggers(self) -> list[Any]:
+        return self._trainer.loggers if self._trainer is not None else []
+
+    @property
+    def automatic_optimization(self) -> bool:
+        """ddpkit's loop runs automatic optimization only (see docs/training.md)."""
+        return self._automatic_optimization
+
+    @automatic_optimization.setter
+    def automatic_optimization(self, value: bool) -> None:
+        self._automatic_optimization = value
+
+    def optimizers(self, use_pl_optimizer: bool = True) -> Any:
+        """The optimizer ``configure_optimizers`` returned (a list when there are several)."""
+        found = self.trainer.optimizers
+        return found[0] if len(found) == 1 else list(found)
+
+    def lr_schedulers(self) -> Any:
+        """The scheduler (a list when there are several; None without one)."""
+        found = [config.scheduler for config in self.trainer.lr_scheduler_configs]
+        if not found:
+            return None
+        return found[0] if len(found) == 1 else found
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """``print`` on global rank zero only."""
+        if self._trainer is None or self._trainer.is_global_zero:
+            print(*args, **kwargs)
+
+    # -- the hooks a user implements -----------------------------------------------------------
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor | Mapping[str, Any]:
         raise NotImplementedError(f"{type(self).__name__}.training_step is not implemented")
@@ -61,7 +120,67 @@ class Module(nn.Module):
     def configure_optimizers(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__}.configure_optimizers is not implemented")
 
-    # -- logging -----------------------------------------------------------------------------
+    def configure_callbacks(self) -> Any:
+        """Callbacks this module brings; they replace the Trainer's callbacks of the same type."""
+        return []
+
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        loss.backward(*args, **kwargs)
+
+    def optimizer_step(
+        self,
+        epoch: int,
+        batch_idx: int,
+        optimizer: Any,
+        optimizer_closure: Any = None,
+    ) -> None:
+        """Runs the closure (``training_step``, ``zero_grad``, ``backward``), then the step."""
+        optimizer.step(closure=optimizer_closure)
+
+    def optimizer_zero_grad(
+        self, epoch: int, batch_idx: int, optimizer: torch.optim.Optimizer
+    ) -> None:
+        optimizer.zero_grad()
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any) -> None:
+        if metric is None:
+            scheduler.step()
+        else:
+            scheduler.step(metric)
+
+    def configure_gradient_clipping(
+        self,
+        optimizer: torch.optim.Optimizer,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str | None = None,
+    ) -> None:
+        """Called before every optimizer step with the Trainer's clipping settings."""
+        self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
+    def clip_gradients(
+        self,
+        optimizer: torch.optim.Optimizer,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str | None = None,
+    ) -> None:
+        """Clip the optimizer's gradients by norm (default) or by value."""
+        if gradient_clip_val is None and self._trainer is not None:
+            gradient_clip_val = self._trainer.gradient_clip_val
+        if not gradient_clip_val:
+            return
+        algorithm = (gradient_clip_algorithm or "norm").lower()
+        if algorithm not in _CLIP_ALGORITHMS:
+            raise MisconfigurationError(
+                f"clip_gradients(gradient_clip_algorithm={gradient_clip_algorithm!r}): choose "
+                f"one of {', '.join(map(repr, _CLIP_ALGORITHMS))}."
+            )
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if algorithm == "value":
+            torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
+        else:
+            torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
+
+    # -- logging -------------------------------------------------------------------------------
 
     def log(
         self,
@@ -74,13 +193,17 @@ class Module(nn.Module):
         sync_dist: bool = False,
         reduce_fx: str = "mean",
         batch_size: int | None = None,
+        **ignored: Any,
     ) -> None:
         """Record a metric. In ``training_step`` it defaults to every step; in evaluation to the
         epoch mean. ``sync_dist=True`` reduces it across ranks (``reduce_fx``: mean, sum, max,
-        min) so every rank sees the same value."""
-        if self._trainer is None:
+        min) so every rank sees the same value. Lightning's other keywords (``rank_zero_only``,
+        ``add_dataloader_idx``, ``enable_graph``, ``metric_attribute``, ``sync_dist_group``) are
+        accepted and change nothing here."""
+        sink = self._metric_sink
+        if sink is None:
             return
-        self._trainer._metrics.log(
+        sink.log(
             name,
             value,
             prog_bar=prog_bar,
@@ -96,8 +219,40 @@ class Module(nn.Module):
         for name, value in dictionary.items():
             self.log(name, value, **kwargs)
 
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    @classmethod
+    def load_from_checkpoint(
+        cls: type[M],
+        checkpoint_path: str | os.PathLike[str],
+        map_location: Any = None,
+        hparams_file: str | os.PathLike[str] | None = None,
+        strict: bool = True,
+        weights_only: bool = True,
+        **kwargs: Any,
+    ) -> M:
+        """A new ``cls`` built from the checkpoint's hyperparameters (``kwargs`` override them),
+        with the checkpoint's weights. ``weights_only=True`` (``torch.load``'s safe loading)
+        refuses to run code hidden in the file."""
+        return restore_module(  # type: ignore[no-any-return]
+            cls,
+            checkpoint_path,
+            map_location=map_location,
+            hparams_file=hparams_file,
+            strict=strict,
+            weights_only=weights_only,
+            overrides=kwargs,
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         # Spawned ranks get the trainer through the launcher, not through the module.
         state = self.__dict__.copy()
         state["_trainer"] = None
+        state["_metric_sink"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        # Modules pickled before these attributes existed.
+        self.__dict__.setdefault("_metric_sink", None)
+        self.__dict__.setdefault("_automatic_optimization", True)

@@ -1,4 +1,11 @@
-"""Checkpoints: written atomically on global rank zero, loaded with ``weights_only=True``."""
+"""Checkpoints: what goes in (``dump_checkpoint``), what comes back (``restore_*``), and the
+atomic write on global rank zero.
+
+A checkpoint holds Lightning's keys: ``epoch`` and ``global_step`` when it was written,
+``state_dict``, ``optimizer_states``, ``lr_schedulers``, ``callbacks`` (each callback's
+``state_dict`` by ``state_key``), ``hyper_parameters``, plus ``loops`` (the epochs completed, from
+which a resumed ``fit`` continues), the precision plugin's state and the ddpkit version.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
-__all__ = ["atomic_save", "load_checkpoint"]
+from ddpkit.__about__ import __version__
+from ddpkit.callbacks.dispatch import Dispatcher
+from ddpkit.core.saving import HPARAMS_KEY, load_checkpoint
+from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.trainer.optim import SchedulerConfig
+from ddpkit.trainer.state import LoopState
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = [
+    "atomic_save",
+    "dump_checkpoint",
+    "load_checkpoint",
+    "resolve_ckpt_path",
+    "restore_model",
+    "restore_training",
+]
 
 
 def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
@@ -44,14 +68,150 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def load_checkpoint(path: str | os.PathLike[str], *, weights_only: bool = True) -> dict[str, Any]:
-    """Load on CPU. ``weights_only=True`` refuses to run code hidden in the file; pass False only
-    for checkpoints you trust that hold arbitrary objects."""
-    data = torch.load(Path(path), map_location="cpu", weights_only=weights_only)
-    if not isinstance(data, dict) or "state_dict" not in data:
-        from ddpkit.errors import MisconfigurationError
+def _hparams(obj: Any) -> dict[str, Any] | None:
+    found = getattr(obj, "hparams", None)
+    return dict(found) if found else None
 
-        raise MisconfigurationError(
-            f"load_checkpoint({str(path)!r}): not a ddpkit checkpoint (no 'state_dict' key)."
+
+def dump_checkpoint(
+    state: LoopState,
+    model: nn.Module,
+    precision: PrecisionPlugin,
+    dispatcher: Dispatcher | None,
+    *,
+    weights_only: bool = False,
+    epochs_completed: int,
+) -> dict[str, Any]:
+    """The checkpoint dict, after the callbacks' and the module's ``on_save_checkpoint``."""
+    checkpoint: dict[str, Any] = {
+        "epoch": state.current_epoch,
+        "global_step": state.global_step,
+        "ddpkit_version": __version__,
+        "state_dict": model.state_dict(),
+        "loops": {"epochs_completed": epochs_completed, "global_step": state.global_step},
+    }
+    if not weights_only:
+        checkpoint["optimizer_states"] = [o.state_dict() for o in state.optimizers]
+        checkpoint["lr_schedulers"] = [c.scheduler.state_dict() for c in state.lr_scheduler_configs]
+        checkpoint["precision"] = precision.state_dict()
+        states: dict[str, Any] = {}
+        for callback in state.callbacks:
+            found: dict[str, Any] = callback.state_dict()
+            if found:
+                states[callback.state_key] = found
+        checkpoint["callbacks"] = states
+    hparams = _hparams(model)
+    if hparams is not None:
+        checkpoint[HPARAMS_KEY] = hparams
+    datamodule = state.datamodule
+    if datamodule is not None:
+        dm_hparams = _hparams(datamodule)
+        if dm_hparams is not None:
+            checkpoint[f"datamodule_{HPARAMS_KEY}"] = dm_hparams
+        dm_state: dict[str, Any] = getattr(datamodule, "state_dict", dict)()
+        if dm_state:
+            checkpoint[type(datamodule).__qualname__] = dm_state
+    if dispatcher is not None:
+        if not weights_only:
+            dispatcher.call_callbacks("on_save_checkpoint", checkpoint)
+        dispatcher.call_module("on_save_checkpoint", checkpoint)
+    return checkpoint
+
+
+def restore_model(
+    checkpoint: dict[str, Any],
+    model: nn.Module,
+    dispatcher: Dispatcher,
+    state: LoopState,
+    *,
+    callbacks: bool,
+) -> None:
+    """The module's weights (after its ``on_load_checkpoint``), the DataModule's state, and with
+    ``callbacks`` (a fit resuming, as in Lightning) the callbacks' state."""
+    dispatcher.call_module("on_load_checkpoint", checkpoint)
+    model.load_state_dict(checkpoint["state_dict"])
+    datamodule = state.datamodule
+    if datamodule is not None and type(datamodule).__qualname__ in checkpoint:
+        datamodule.load_state_dict(checkpoint[type(datamodule).__qualname__])
+    saved = checkpoint.get("callbacks")
+    if not saved or not callbacks:
+        return
+    unknown = sorted(set(saved) - {cb.state_key for cb in state.callbacks})
+    if unknown:
+        rank_zero_warn(
+            f"The checkpoint holds the state of callbacks this Trainer does not have: {unknown}. "
+            f"Fix: pass the same callbacks to Trainer(callbacks=[...]) to restore them.",
+            DDPKitWarning,
         )
-    return data
+    dispatcher.call_callbacks("on_load_checkpoint", checkpoint)
+    for callback in state.callbacks:
+        found = saved.get(callback.state_key)
+        if found:
+            callback.load_state_dict(dict(found))
+
+
+def restore_training(
+    checkpoint: dict[str, Any],
+    state: LoopState,
+    optimizers: list[torch.optim.Optimizer],
+    schedulers: list[SchedulerConfig],
+    precision: PrecisionPlugin,
+) -> int:
+    """Optimizers, schedulers, precision state and counters; returns the epoch to start at."""
+    for opt, saved in zip(optimizers, checkpoint.get("optimizer_states", [])):
+        opt.load_state_dict(saved)
+    for config, saved in zip(schedulers, checkpoint.get("lr_schedulers", [])):
+        config.scheduler.load_state_dict(saved)
+    precision.load_state_dict(checkpoint.get("precision", {}))
+    state.global_step = int(checkpoint["global_step"])
+    loops = checkpoint.get("loops") or {}
+    # Checkpoints of ddpkit ≤ 0.1 stored the epochs completed under "epoch".
+    start = int(loops.get("epochs_completed", checkpoint.get("epoch", 0)))
+    state.current_epoch = start
+    return start
+
+
+def resolve_ckpt_path(
+    fn: str, ckpt_path: str | os.PathLike[str] | None, state: LoopState, model_given: bool
+) -> str | None:
+    """``"best"`` / ``"last"`` into the checkpoint callback's file; ``None`` without a model
+    into ``"best"`` (as Lightning does, saying so)."""
+    if ckpt_path is None:
+        if model_given or fn == "fit":
+            return None
+        callback = _checkpoint_callback(state)
+        if callback is None or not callback.best_model_path:
+            return None  # the fitted module's current weights
+        rank_zero_warn(
+            f"Trainer.{fn}() got no model: it uses the fitted one, with the best checkpoint's "
+            f"weights ({callback.best_model_path}). Fix: pass ckpt_path='best' (or 'last', or "
+            f"a path) to say so and silence this warning.",
+            DDPKitWarning,
+        )
+        ckpt_path = "best"
+    if ckpt_path in ("best", "last"):
+        callback = _checkpoint_callback(state)
+        attribute = "best_model_path" if ckpt_path == "best" else "last_model_path"
+        found = getattr(callback, attribute, "") if callback is not None else ""
+        if not found:
+            needs = "save_last=True" if ckpt_path == "last" else "monitor='val_loss'"
+            raise MisconfigurationError(
+                f"Trainer.{fn}(ckpt_path={ckpt_path!r}): there is no {ckpt_path} checkpoint "
+                f"(no ModelCheckpoint has saved one yet). Fix: fit first with "
+                f"Trainer(callbacks=[ModelCheckpoint({needs})]), or pass a path."
+            )
+        return str(found)
+    path = os.fspath(ckpt_path)
+    if not Path(path).is_file():
+        raise MisconfigurationError(
+            f"Trainer.{fn}(ckpt_path={path!r}): no such file. Fix: pass an existing .ckpt "
+            f"path, 'best' or 'last'."
+        )
+    return path
+
+
+def _checkpoint_callback(state: LoopState) -> Any:
+    for callback in state.callbacks:
+        if hasattr(callback, "best_model_path") and hasattr(callback, "last_model_path"):
+            return callback
+    return None

@@ -1,4 +1,5 @@
-"""Data loaders in DDP: each rank gets its own shard through a ``DistributedSampler``."""
+"""Data loaders in DDP: each rank gets its own shard through a ``DistributedSampler``; where the
+loaders come from (given, a DataModule, the module's hooks)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import torch
 from torch.utils.data import (
     BatchSampler,
     DataLoader,
@@ -17,9 +17,18 @@ from torch.utils.data import (
     SequentialSampler,
 )
 
+from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.core.batch import move_to_device
 from ddpkit.errors import MisconfigurationError
 
-__all__ = ["ShardSampler", "distribute", "move_to_device", "num_batches"]
+__all__ = [
+    "ShardSampler",
+    "distribute",
+    "find_loader",
+    "loader_hook",
+    "move_to_device",
+    "num_batches",
+]
 
 _LOADER_ARGS = (
     "num_workers",
@@ -38,17 +47,22 @@ _LOADER_ARGS = (
 
 
 class ShardSampler(Sampler[int]):
-    """Indices ``rank, rank + world, ...``: disjoint shards with no padding, for ``predict``
-    (a ``DistributedSampler`` repeats samples to even out the shards)."""
+    """One contiguous block of indices per rank, with no padding, for ``predict`` (a
+    ``DistributedSampler`` repeats samples to even out the shards). Blocks differ in size by one
+    at most; rank zero's comes first, so the ranks' batches, one rank after another, are the
+    dataset in its order."""
 
     def __init__(self, length: int, rank: int, world_size: int) -> None:
         self.length, self.rank, self.world_size = length, rank, world_size
+        base, extra = divmod(length, world_size)
+        self.start = rank * base + min(rank, extra)
+        self.stop = self.start + base + (1 if rank < extra else 0)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(range(self.rank, self.length, self.world_size))
+        return iter(range(self.start, self.stop))
 
     def __len__(self) -> int:
-        return len(range(self.rank, self.length, self.world_size))
+        return self.stop - self.start
 
 
 def distribute(
@@ -60,9 +74,14 @@ def distribute(
     seed: int,
     predict: bool = False,
     use_distributed_sampler: bool = True,
+    overfit: bool = False,
 ) -> DataLoader[Any]:
     """The same loader with its sampler replaced by this rank's shard (a new DataLoader; the
-    user's loader is left as it was)."""
+    user's loader is left as it was). ``overfit``: the same batches every epoch, so a shuffling
+    training loader is rebuilt in order."""
+    if overfit and train and isinstance(getattr(loader, "sampler", None), RandomSampler):
+        loader = _rebuilt(loader, SequentialSampler(loader.dataset))  # type: ignore[arg-type]
+        train = False
     if world_size == 1 or not use_distributed_sampler:
         return loader
     if isinstance(loader.dataset, IterableDataset):
@@ -93,11 +112,15 @@ def distribute(
         new_sampler = DistributedSampler(
             loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
         )
+    return _rebuilt(loader, new_sampler)
+
+
+def _rebuilt(loader: DataLoader[Any], sampler: Sampler[int]) -> DataLoader[Any]:
     kwargs = {k: getattr(loader, k) for k in _LOADER_ARGS if hasattr(loader, k)}
     if kwargs.get("num_workers", 0) == 0:
         kwargs.pop("prefetch_factor", None)
         kwargs.pop("persistent_workers", None)
-    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=new_sampler, **kwargs)
+    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=sampler, **kwargs)
 
 
 def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | None:
@@ -107,7 +130,7 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | Non
         total: int | None = len(loader)
     except TypeError:
         total = None
-    if limit is None:
+    if limit is None or (type(limit) is float and limit == 1.0):
         return total
     if isinstance(limit, bool):
         raise MisconfigurationError(f"limit_*_batches={limit!r}: pass an int or a fraction.")
@@ -124,13 +147,29 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | Non
     return math.floor(total * limit) if limit < 1.0 else total
 
 
-def move_to_device(batch: Any, device: torch.device) -> Any:
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True) if batch.device != device else batch
-    if isinstance(batch, dict):
-        return {k: move_to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(move_to_device(v, device) for v in batch))
-    if isinstance(batch, list | tuple):
-        return type(batch)(move_to_device(v, device) for v in batch)
-    return batch
+_LOADER_HOOKS = {
+    "train": "train_dataloader",
+    "validate": "val_dataloader",
+    "test": "test_dataloader",
+    "predict": "predict_dataloader",
+}
+
+
+def find_loader(stage: str, given: Any, datamodule: Any, model: Any) -> Any:
+    """The loader of ``stage`` ("train", "validate", "test", "predict"): the one given, else the
+    DataModule's hook, else the module's; None when there is none."""
+    if given is not None:
+        return given
+    name = _LOADER_HOOKS[stage]
+    for source in (datamodule, model):
+        if source is None:
+            continue
+        hook = module_hook(source, name)
+        if hook is not None:
+            return hook()
+    return None
+
+
+def loader_hook(stage: str) -> str:
+    """The hook that gives ``stage``'s loader (for messages)."""
+    return _LOADER_HOOKS[stage]

@@ -1,4 +1,13 @@
-"""fit / validate / test / predict, as run on each rank."""
+"""fit / validate / test / predict, as run on each rank, with Lightning's stage hooks.
+
+A stage: the process group up; the module attached; ``configure_callbacks`` merged; the
+loggers told the rank and version; ``prepare_data`` (one process per node, the others wait);
+``setup`` on the DataModule, the callbacks and the module; ``configure_model``; a checkpoint's
+weights and callback states; the module on its device; then for ``fit``:
+``configure_optimizers``, ``on_fit_start``, the hyperparameters to the loggers, the training
+state, the sanity check, the epochs, ``on_fit_end``. Last, ``teardown`` and the loggers'
+``finalize``. An exception calls ``on_exception`` on every callback first.
+"""
 
 from __future__ import annotations
 
@@ -6,370 +15,67 @@ import contextlib
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from torch import nn
 
+from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.core.module import Module
-from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
-from ddpkit.trainer.data import distribute, move_to_device, num_batches
-from ddpkit.trainer.optim import SchedulerConfig, parse_optimizers
+from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
+from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
+from ddpkit.trainer.config import LoopConfig
+from ddpkit.trainer.context import StageContext
+from ddpkit.trainer.data import find_loader, loader_hook, num_batches
+from ddpkit.trainer.evaluation import evaluate, predict
+from ddpkit.trainer.optim import parse_optimizers
+from ddpkit.trainer.optimization import StepModule
+from ddpkit.trainer.progress import ProgressBar
+from ddpkit.trainer.state import LoopState, StageOutput
+from ddpkit.trainer.training import FitLoop
+from ddpkit.utilities.rank_zero import rank_zero_warn
 
-if TYPE_CHECKING:
-    from torch.utils.data import DataLoader
-
-    from ddpkit.trainer.trainer import Trainer
-
-__all__ = ["StageOutput", "run_stage"]
-
-_EVAL_HOOKS = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}
-_LOADER_HOOKS = {
-    "train": "train_dataloader",
-    "validate": "val_dataloader",
-    "test": "test_dataloader",
-    "predict": "predict_dataloader",
-}
+__all__ = ["StageRequest", "merge_callbacks", "run_stage"]
 
 
 @dataclass
-class StageOutput:
-    """What a stage leaves behind on rank zero; the spawn launcher carries it to the parent."""
+class StageRequest:
+    """One call of fit / validate / test / predict, as the Trainer resolved it."""
 
-    result: Any = None
-    callback_metrics: dict[str, torch.Tensor] = field(default_factory=dict)
-    logged_metrics: dict[str, torch.Tensor] = field(default_factory=dict)
-    current_epoch: int = 0
-    global_step: int = 0
-    checkpoint_path: str | None = None
-    state_dict: dict[str, torch.Tensor] | None = None
-
-
-class _StepModule(nn.Module):
-    """Routes DDP's forward to the training hook, so gradients sync through ``training_step``."""
-
-    def __init__(self, module: nn.Module) -> None:
-        super().__init__()
-        self.module = module
-
-    def forward(self, batch: Any, batch_idx: int) -> Any:
-        return cast(Any, self.module).training_step(batch, batch_idx)
+    fn: str
+    model: nn.Module
+    loaders: tuple[Any, Any]
+    datamodule: Any
+    ckpt_path: str | None
+    weights_only: bool
+    return_state: bool
+    return_predictions: bool = True
 
 
-def _loader(trainer: Trainer, model: nn.Module, stage: str, given: Any) -> DataLoader[Any] | None:
-    if given is not None:
-        return given  # type: ignore[no-any-return]
-    hook = user_hook(model, _LOADER_HOOKS[stage])
-    return hook() if hook is not None else None
+def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
+    """``configure_callbacks()`` results replace the Trainer's callbacks of the same type;
+    checkpoint callbacks go last (Lightning's order)."""
+    if not extra:
+        return callbacks
+    extra = list(extra) if isinstance(extra, list | tuple) else [extra]
+    replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
+    merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
+    return [cb for cb in merged if not _is_checkpoint(cb)] + [
+        cb for cb in merged if _is_checkpoint(cb)
+    ]
 
 
-def _on_host(batch: Any) -> bool:
-    """The common CPU case, answered without rebuilding the batch: a tensor, or a list or tuple
-    of tensors, already on the host (what a DataLoader yields)."""
-    if type(batch) is torch.Tensor:
-        return batch.is_cpu
-    if type(batch) is list or type(batch) is tuple:
-        for value in batch:  # noqa: SIM110 (all() over a generator costs twice as much)
-            if type(value) is not torch.Tensor or not value.is_cpu:
-                return False
-        return True
-    return False
-
-
-def _loss_of(out: Any, where: str) -> torch.Tensor | None:
-    if out is None:
-        return None
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, dict) and "loss" in out:
-        return out["loss"]  # type: ignore[no-any-return]
-    raise MisconfigurationError(
-        f"{where} returned {type(out).__name__}; return the loss tensor, a dict with a 'loss' "
-        f"key, or None to skip the batch."
-    )
-
-
-# Base classes whose hooks are placeholders: Lightning's raise or warn "must be implemented".
-_FRAMEWORK_MODULES = ("ddpkit.core.", "pytorch_lightning.", "lightning.")
-
-
-def user_hook(model: nn.Module, name: str) -> Any:
-    """The hook ``name`` if the user's class defines it, else None: a placeholder inherited from
-    ``ddpkit.Module`` or a LightningModule counts as not implemented."""
-    for cls in type(model).__mro__:
-        if name in cls.__dict__:
-            if cls.__module__.startswith(_FRAMEWORK_MODULES) or cls.__module__.startswith("torch."):
-                return None
-            hook = getattr(model, name)
-            return hook if callable(hook) else None
-    return None
-
-
-def _call_hook(model: nn.Module, name: str, *args: Any) -> Any:
-    hook = user_hook(model, name)
-    return hook(*args) if hook is not None else None
-
-
-class _Run:
-    """One stage on one rank."""
-
-    def __init__(self, trainer: Trainer, model: nn.Module) -> None:
-        self.trainer = trainer
-        self.plugin = trainer.strategy
-        self.precision = trainer.precision_plugin
-        self.model = model
-        self.device = self.plugin.root_device
-        self.seed = int(os.environ.get("DDPKIT_SEED", "0"))
-        # float32 leaves inputs and the forward pass alone: the training loop then skips those
-        # calls (a generator-based context manager costs ~3 µs a step).
-        kind = type(self.precision)
-        self._plain_input = kind.convert_input is PrecisionPlugin.convert_input
-        self._plain_forward = kind.forward_context is PrecisionPlugin.forward_context
-        self._on_cpu = self.device.type == "cpu"
-
-    def prepare(self, loader: DataLoader[Any], *, train: bool, predict: bool = False) -> Any:
-        return distribute(
-            loader,
-            rank=self.plugin.global_rank,
-            world_size=self.plugin.world_size,
-            train=train,
-            seed=self.seed,
-            predict=predict,
-            use_distributed_sampler=self.trainer.use_distributed_sampler,
-        )
-
-    def batch(self, batch: Any) -> Any:
-        if not (self._on_cpu and _on_host(batch)):
-            batch = move_to_device(batch, self.device)
-        return batch if self._plain_input else self.precision.convert_input(batch)
-
-    # -- evaluation --------------------------------------------------------------------------
-
-    def evaluate(
-        self, stage: str, loader: Any, limit: int | float | None, *, sanity: bool = False
-    ) -> dict[str, float]:
-        trainer, model = self.trainer, self.model
-        step = user_hook(model, _EVAL_HOOKS[stage])
-        if step is None:
-            return {}
-        n = num_batches(loader, limit)
-        if n == 0:
-            return {}
-        metrics = trainer._metrics
-        previous_stage, metrics.stage = metrics.stage, stage
-        metrics.enabled = not sanity
-        was_training = model.training
-        model.eval()
-        trainer._progress.start(n, "sanity check" if sanity else stage)
-        with torch.no_grad():
-            for batch_idx, batch in enumerate(loader):
-                if n is not None and batch_idx >= n:
-                    break
-                with self.precision.forward_context():
-                    step(self.batch(batch), batch_idx)
-                trainer._progress.update(metrics.bar_values)
-        trainer._progress.close()
-        model.train(was_training)
-        metrics.stage = previous_stage
-        metrics.enabled = True
-        if sanity:
-            metrics.discard_epoch(stage)
-            return {}
-        values = metrics.end_epoch(stage)
-        trainer._log_row(values)
-        _call_hook(model, f"on_{'validation' if stage == 'validate' else stage}_epoch_end")
-        return values
-
-    def predict(self, loader: Any, limit: int | float | None) -> list[Any]:
-        model = self.model
-        n = num_batches(loader, limit)
-        out: list[Any] = []
-        model.eval()
-        hook = user_hook(model, "predict_step")
-        with torch.no_grad():
-            for batch_idx, batch in enumerate(loader):
-                if n is not None and batch_idx >= n:
-                    break
-                with self.precision.forward_context():
-                    b = self.batch(batch)
-                    pred = hook(b, batch_idx) if hook is not None else model(b)
-                out.append(_to_cpu(pred))
-        # Every rank returns every rank's predictions, rank-ordered.
-        gathered = self.plugin.all_gather_object(out)
-        return [p for rank_preds in gathered for p in rank_preds]
-
-    # -- training ----------------------------------------------------------------------------
-
-    def fit(
-        self, train_loader: Any, val_loader: Any, ckpt_path: str | None, weights_only: bool
-    ) -> None:
-        trainer, model, plugin = self.trainer, self.model, self.plugin
-        optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
-        trainer._current_optim = (optimizers, schedulers)
-        # Every fit is a run of its own: it counts from zero, unless it resumes a checkpoint
-        # (a second fit on the same trainer would otherwise stop at once at max_steps).
-        trainer.current_epoch = trainer.global_step = 0
-        start_epoch = 0
-        if ckpt_path is not None:
-            start_epoch = trainer._restore(
-                ckpt_path, model, optimizers, schedulers, weights_only=weights_only
-            )
-        step_module = _StepModule(model)
-        wrapped = plugin.wrap_model(step_module)
-        accumulate = trainer.accumulate_grad_batches
-        n_train = num_batches(train_loader, trainer.limit_train_batches)
-        n_val = trainer.limit_val_batches
-        val_every = self._val_check_batches(n_train)
-
-        if val_loader is not None and trainer.num_sanity_val_steps and start_epoch == 0:
-            sanity_limit = (
-                None if trainer.num_sanity_val_steps == -1 else trainer.num_sanity_val_steps
-            )
-            self.evaluate("validate", val_loader, sanity_limit, sanity=True)
-
-        metrics = trainer._metrics
-        # The per-step path does only what this run needs (tiny models feel every µs):
-        # - one process: nothing wraps the module, so call the hook, not the wrapper module;
-        training_step = cast(Any, model).training_step if wrapped is step_module else wrapped
-        plain_forward = self._plain_forward
-        # - the stall watchdog's bracket around backward only where a plugin has one;
-        watch_backward = type(plugin).collective is not TrainingTypePlugin.collective
-        # - no progress-bar call when there is no bar;
-        bar = trainer._progress if trainer._progress.enabled else None
-        # - a logged value becomes a float for the CSV row only on the steps that write one
-        #   (the condition of Trainer._log_step_row): .item() waits for the device.
-        csv_rows = trainer._csv is not None and trainer.is_global_zero
-        every = trainer.log_every_n_steps
-        metrics.step_row_due = csv_rows and (trainer.global_step + 1) % every == 0
-
-        def forward(batch: Any, batch_idx: int) -> torch.Tensor | None:
-            if plain_forward:
-                return _loss_of(training_step(self.batch(batch), batch_idx), "training_step")
-            with self.precision.forward_context():
-                return _loss_of(training_step(self.batch(batch), batch_idx), "training_step")
-
-        model.train()
-        _call_hook(model, "on_fit_start")
-        for epoch in range(start_epoch, trainer.max_epochs if trainer.max_epochs >= 0 else 10**9):
-            if trainer._should_stop():
-                break
-            trainer.current_epoch = epoch
-            set_epoch = getattr(getattr(train_loader, "sampler", None), "set_epoch", None)
-            if set_epoch is not None:
-                set_epoch(epoch)  # a different shuffle every epoch, same on every rank
-            metrics.stage = "train"
-            _call_hook(model, "on_train_epoch_start")
-            trainer._progress.start(n_train, f"epoch {epoch}")
-            for batch_idx, batch in enumerate(train_loader):
-                if n_train is not None and batch_idx >= n_train:
-                    break
-                boundary = (batch_idx + 1) % accumulate == 0 or (
-                    n_train is not None and batch_idx + 1 == n_train
-                )
-                if boundary:
-                    loss = forward(batch, batch_idx)
-                    if loss is not None:
-                        if accumulate > 1:
-                            loss = loss / accumulate
-                        if watch_backward:
-                            # The all-reduce happens in backward: the stall watchdog must see it.
-                            with plugin.collective("backward"):
-                                self.precision.backward(loss)
-                        else:
-                            self.precision.backward(loss)
-                    self._optimizer_step(optimizers, schedulers)
-                    trainer.global_step += 1
-                    trainer._log_step_row()
-                    metrics.step_row_due = csv_rows and (trainer.global_step + 1) % every == 0
-                else:
-                    with plugin.no_sync(wrapped):
-                        loss = forward(batch, batch_idx)
-                        if loss is not None:
-                            self.precision.backward(loss / accumulate)
-                if bar is not None:
-                    bar.update(metrics.bar_values)
-                if val_loader is not None and val_every and (batch_idx + 1) % val_every == 0:
-                    self.evaluate("validate", val_loader, n_val)
-                if trainer._should_stop():
-                    break
-            trainer._progress.close()
-            trainer._log_row(metrics.end_epoch("train"))
-            if (
-                val_loader is not None
-                and not val_every
-                and (epoch + 1) % trainer.check_val_every_n_epoch == 0
-            ):
-                self.evaluate("validate", val_loader, n_val)
-            _call_hook(model, "on_train_epoch_end")
-            for config in schedulers:
-                if config.interval == "epoch" and (epoch + 1) % config.frequency == 0:
-                    self._step_scheduler(config)
-            trainer.current_epoch = epoch + 1
-        trainer.current_epoch = max(trainer.current_epoch, start_epoch)
-        _call_hook(model, "on_fit_end")
-        self._optimizers = optimizers
-        self._schedulers = schedulers
-
-    def _val_check_batches(self, n_train: int | None) -> int | None:
-        interval = self.trainer.val_check_interval
-        if interval is None or interval == 1.0:
-            return None
-        if isinstance(interval, int):
-            return interval
-        if n_train is None:
-            raise MisconfigurationError(
-                f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
-                f"length; pass an int number of batches."
-            )
-        return max(1, math.floor(n_train * interval))
-
-    def _optimizer_step(
-        self, optimizers: list[torch.optim.Optimizer], schedulers: list[SchedulerConfig]
-    ) -> None:
-        clip = self.trainer.gradient_clip_val
-        for opt in optimizers:
-            if clip:
-                self.precision.unscale_gradients(opt)
-                params = [p for group in opt.param_groups for p in group["params"]]
-                torch.nn.utils.clip_grad_norm_(params, clip)
-            self.precision.optimizer_step(opt)
-            opt.zero_grad(set_to_none=True)
-        for config in schedulers:
-            if config.interval == "step" and (self.trainer.global_step + 1) % config.frequency == 0:
-                self._step_scheduler(config)
-
-    def _step_scheduler(self, config: SchedulerConfig) -> None:
-        if isinstance(config.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
-            name = config.monitor
-            value = self.trainer.callback_metrics.get(name) if name else None
-            if value is None:
-                raise MisconfigurationError(
-                    f"ReduceLROnPlateau monitors {name!r}, which was not logged. Logged: "
-                    f"{sorted(self.trainer.callback_metrics)}. Fix: set 'monitor' to one of them."
-                )
-            config.scheduler.step(float(value))
-        else:
-            config.scheduler.step()
-
-
-def _to_cpu(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_to_cpu(v) for v in value)
-    return value
+def _is_checkpoint(callback: Any) -> bool:
+    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
 
 
 @contextlib.contextmanager
-def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
-    """``Trainer(deterministic=True)``: deterministic algorithms for the stage, then the
-    process's own setting again (it is global state; a later stage or test must not inherit it).
-    cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
+def _deterministic(enabled: bool | str, device: torch.device) -> Iterator[None]:
+    """``Trainer(deterministic=True)`` (or "warn"): deterministic algorithms for the stage, then
+    the process's own setting again (it is global state; a later stage or test must not inherit
+    it). cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
     ``CUBLAS_WORKSPACE_CONFIG`` unless the user did."""
     if not enabled:
         yield
@@ -379,7 +85,7 @@ def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
     set_cublas = device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
     if set_cublas:
         os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(True, warn_only=enabled == "warn")
     try:
         yield
     finally:
@@ -388,75 +94,279 @@ def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
             os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
 
+@contextlib.contextmanager
+def _benchmark(config: LoopConfig) -> Iterator[None]:
+    """``Trainer(benchmark=...)``: cuDNN's autotuner for the stage (off when deterministic)."""
+    wanted = config.benchmark
+    if wanted is None and config.deterministic:
+        wanted = False
+    if wanted is None:
+        yield
+        return
+    previous = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = wanted
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = previous
+
+
 def run_stage(
-    trainer: Trainer,
-    stage: str,
-    model: nn.Module,
-    loaders: tuple[Any, Any],
-    ckpt_path: str | None,
-    return_state: bool,
-    *,
-    weights_only: bool = True,
+    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
-    with plugin.running(), _deterministic(trainer.deterministic, plugin.root_device):
-        if isinstance(model, Module):
-            model.trainer = trainer  # duck-typed modules (e.g. a LightningModule) keep theirs
-        trainer._metrics.reduce = plugin.all_reduce
-        model = trainer.precision_plugin.convert_module(model)
-        model.to(plugin.root_device)
-        trainer._current_model = model
-        run = _Run(trainer, model)
-        output = StageOutput()
-        if stage == "fit":
-            train = _loader(trainer, model, "train", loaders[0])
-            if train is None:
-                raise MisconfigurationError(
-                    "Trainer.fit: no training data. Pass train_dataloaders=... or implement "
-                    "train_dataloader() on the module."
-                )
-            val = _loader(trainer, model, "validate", loaders[1])
-            if trainer.limit_val_batches == 0:
-                val = None
-            train = run.prepare(train, train=True)
-            val = run.prepare(val, train=False) if val is not None else None
-            run.fit(train, val, ckpt_path, weights_only)
-            if trainer.enable_checkpointing:
-                output.checkpoint_path = str(
-                    trainer._save_default_checkpoint(model, run._optimizers, run._schedulers)
-                )
-        elif stage in ("validate", "test"):
-            loader = _loader(trainer, model, stage, loaders[0])
-            if loader is None:
-                raise MisconfigurationError(
-                    f"Trainer.{stage}: no data. Pass dataloaders=... or implement "
-                    f"{_LOADER_HOOKS[stage]}() on the module."
-                )
-            if ckpt_path is not None:
-                trainer._restore(
-                    ckpt_path, model, [], [], weights_only_model=True, weights_only=weights_only
-                )
-            limit = trainer.limit_val_batches if stage == "validate" else trainer.limit_test_batches
-            values = run.evaluate(stage, run.prepare(loader, train=False), limit)
-            output.result = [values]
-        else:
-            loader = _loader(trainer, model, "predict", loaders[0])
-            if loader is None:
-                raise MisconfigurationError(
-                    "Trainer.predict: no data. Pass dataloaders=... or implement "
-                    "predict_dataloader() on the module."
-                )
-            output.result = run.predict(
-                run.prepare(loader, train=False, predict=True), trainer.limit_predict_batches
-            )
-        trainer._flush_logs()
-        output.callback_metrics = dict(trainer.callback_metrics)
-        output.logged_metrics = dict(trainer.logged_metrics)
-        output.current_epoch = trainer.current_epoch
-        output.global_step = trainer.global_step
-        if output.checkpoint_path is not None:
-            trainer.checkpoint_path = output.checkpoint_path
-        if return_state and plugin.is_global_zero:
-            output.state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    with (
+        plugin.running(),
+        _deterministic(config.deterministic, plugin.root_device),
+        _benchmark(config),
+    ):
+        ctx = _begin(trainer, state, config, request)
+        try:
+            result = _run(ctx, request)
+        except BaseException as exception:
+            state.end("interrupted")
+            ctx.dispatch.call_callbacks("on_exception", exception)
+            for logger in state.loggers:
+                logger.finalize("failed")
+            raise
+        _teardown(ctx, request.fn)
+        return _output(ctx, request, result)
+
+
+def _begin(
+    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
+) -> StageContext:
+    model = request.model
+    state.begin(request.fn)
+    state.metrics.reset()
+    state.metrics.reduce = trainer.strategy.all_reduce
+    state.datamodule = request.datamodule
+    if isinstance(model, Module):
+        model.trainer = trainer  # duck-typed modules keep their own attributes
+    if request.datamodule is not None and hasattr(request.datamodule, "trainer"):
+        request.datamodule.trainer = trainer
+    configure = module_hook(model, "configure_callbacks")
+    if configure is not None:
+        state.callbacks[:] = merge_callbacks(state.callbacks, configure())
+    state.progress = ProgressBar(config.enable_progress_bar and trainer.is_global_zero)
+    # Every rank names the run as rank zero does (a version resolved by scanning folders could
+    # differ on a rank that looks after rank zero created its folder). No logger, no collective:
+    # a stage starts with none, so a rank left alone in it can still be ended cleanly.
+    versions: list[Any] = []
+    if state.loggers:
+        versions = [
+            getattr(lg, "version", None) if trainer.is_global_zero else None for lg in state.loggers
+        ]
+        versions = trainer.strategy.broadcast_object(versions)
+    for logger, version in zip(state.loggers, versions):
+        attach = getattr(logger, "attach", None)
+        if callable(attach):
+            attach(trainer.global_rank, version)
+    ctx = StageContext(trainer, state, config, trainer.strategy, trainer.precision_plugin, model)
+    state.dispatcher = ctx.dispatch
+    return ctx
+
+
+def _prepare_data(ctx: StageContext) -> None:
+    plugin = ctx.plugin
+    for source in (ctx.state.datamodule, ctx.model):
+        hook = module_hook(source, "prepare_data") if source is not None else None
+        if hook is None:
+            continue
+        per_node = getattr(source, "prepare_data_per_node", True)
+        if (plugin.local_rank == 0) if per_node else plugin.is_global_zero:
+            hook()
+        plugin.barrier("prepare_data")
+
+
+def _setup(ctx: StageContext, fn: str) -> None:
+    dispatch = ctx.dispatch
+    datamodule = ctx.state.datamodule
+    if datamodule is not None and module_hook(datamodule, "setup") is not None:
+        datamodule.setup(stage=fn)
+    dispatch.call_callbacks("setup", fn)
+    dispatch.call_module("setup", fn)
+    dispatch.call_module("configure_model")
+
+
+def _run(ctx: StageContext, request: StageRequest) -> Any:
+    state, fn = ctx.state, request.fn
+    _prepare_data(ctx)
+    _setup(ctx, fn)
+    checkpoint = None
+    if request.ckpt_path is not None:
+        checkpoint = load_checkpoint(request.ckpt_path, weights_only=request.weights_only)
+        restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
+        state.ckpt_path = request.ckpt_path
+    model = ctx.precision.convert_module(ctx.model)
+    model.to(ctx.plugin.root_device)
+    state.model = model
+    if fn == "fit":
+        _fit(ctx, request, checkpoint)
+        return None
+    if fn in ("validate", "test"):
+        state.status.stage = fn
+        loader = find_loader(fn, request.loaders[0], state.datamodule, model)
+        _require(loader, fn)
+        limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
+        values = evaluate(ctx, fn, ctx.prepare(loader, train=False), limit)
+        return [values]
+    state.status.stage = "predict"
+    loader = find_loader("predict", request.loaders[0], state.datamodule, model)
+    _require(loader, "predict")
+    prepared = ctx.prepare(loader, train=False, predict=True)
+    return predict(ctx, prepared, ctx.config.limit_predict_batches, request.return_predictions)
+
+
+def _require(loader: Any, fn: str) -> None:
+    if loader is None:
+        stage = "train" if fn == "fit" else fn
+        raise MisconfigurationError(
+            f"Trainer.{fn}: no {'training ' if fn == 'fit' else ''}data. Pass "
+            f"{'train_dataloaders' if fn == 'fit' else 'dataloaders'}=..., a datamodule=..., or "
+            f"implement {loader_hook(stage)}() on the module."
+        )
+
+
+def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | None) -> None:
+    state, config, model = ctx.state, ctx.config, ctx.model
+    if not getattr(model, "automatic_optimization", True):
+        raise MisconfigurationError(
+            f"{type(model).__name__}.automatic_optimization = False: ddpkit's loop runs "
+            f"automatic optimization only. Fix: subclass pytorch_lightning.LightningModule and "
+            f"train it with ddpkit.lightning.Trainer (manual optimization), or leave it True."
+        )
+    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    state.optimizers, state.lr_scheduler_configs = optimizers, schedulers
+    state.current_epoch = state.global_step = state.epochs_completed = 0
+    step_module = StepModule(model)
+    wrapped = ctx.plugin.wrap_model(step_module)
+    ctx.dispatch.call("on_fit_start")
+    _log_hyperparams(ctx)
+    start_epoch = 0
+    if checkpoint is not None:
+        start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
+        state.epochs_completed = start_epoch
+
+    def train_loader() -> Any:
+        found = find_loader("train", request.loaders[0], state.datamodule, model)
+        _require(found, "fit")
+        return ctx.prepare(found, train=True)
+
+    def val_loader() -> Any:
+        found = find_loader("validate", request.loaders[1], state.datamodule, model)
+        return ctx.prepare(found, train=False) if found is not None else None
+
+    validation = _validation_defined(ctx, request)
+    val = None
+    if validation and config.num_sanity_val_steps:
+        val = _sanity_check(ctx, val_loader)
+    loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
+    state.status.stage = "train"
+    with torch.autograd.set_detect_anomaly(config.detect_anomaly):
+        get_val = (lambda: val) if val is not None else val_loader
+        loop.run(train_loader, get_val, validation, start_epoch)
+    state.current_epoch = max(state.current_epoch, start_epoch)
+    ctx.dispatch.call("on_fit_end")
+    _warn_if_no_step_rows(ctx)
+
+
+def _validation_defined(ctx: StageContext, request: StageRequest) -> bool:
+    """Validation runs in fit: a val loader (given or from a hook), a validation_step, and
+    limit_val_batches ≠ 0 — decided without calling the loader hook (Lightning's rule)."""
+    if ctx.config.limit_val_batches == 0 or module_hook(ctx.model, "validation_step") is None:
+        return False
+    if request.loaders[1] is not None:
+        return True
+    return any(
+        source is not None and module_hook(source, "val_dataloader") is not None
+        for source in (ctx.state.datamodule, ctx.model)
+    )
+
+
+def _sanity_check(ctx: StageContext, get_val: Any) -> Any:
+    """A few validation batches before training, logging nothing; returns the val loader."""
+    state = ctx.state
+    steps = ctx.config.num_sanity_val_steps
+    state.status.stage = "sanity_check"
+    ctx.dispatch.call_callbacks("on_sanity_check_start")
+    loader = get_val()
+    if loader is not None:
+        limit = ctx.config.limit_val_batches
+        n_val = num_batches(loader, limit)
+        n = n_val if steps == -1 else (steps if n_val is None else min(steps, n_val))
+        state.num_sanity_val_batches = [n if n is not None else math.inf]
+        evaluate(ctx, "validate", loader, n, sanity=True)
+    ctx.dispatch.call_callbacks("on_sanity_check_end")
+    state.status.stage = "train"
+    state.metrics.reset()
+    return loader
+
+
+def _log_hyperparams(ctx: StageContext) -> None:
+    """The module's (and DataModule's) hyperparameters to every logger, as Lightning does."""
+    if not ctx.config.enable_autolog_hparams or not ctx.state.loggers:
+        return
+    params: dict[str, Any] = {}
+    for source in (ctx.model, ctx.state.datamodule):
+        if source is not None and getattr(source, "log_hyperparameters", False):
+            params.update(dict(getattr(source, "hparams_initial")))  # noqa: B009
+    for logger in ctx.state.loggers:
+        if params:
+            logger.log_hyperparams(params)
+        logger.log_graph(ctx.model)
+        logger.save()
+
+
+def _warn_if_no_step_rows(ctx: StageContext) -> None:
+    """Nothing of the steps reached the loggers: say so once, and where the epoch values are."""
+    state, every = ctx.state, ctx.config.log_every_n_steps
+    if not (every and state.loggers and state.metrics.logged_step_value and state.step_rows == 0):
+        return
+    if not ctx.plugin.is_global_zero or ctx.config.fast_dev_run:
+        return
+    where = ", ".join(_where(logger) for logger in state.loggers)
+    went = f"the epoch values are in {where}" if state.epoch_rows else f"nothing reached {where}"
+    rank_zero_warn(
+        f"Trainer(log_every_n_steps={every}): this fit made {state.global_step} optimizer steps, "
+        f"fewer than {every}, so no step value was logged; {went}. "
+        f"Fix: Trainer(log_every_n_steps={max(1, state.global_step)}) or lower.",
+        DDPKitWarning,
+    )
+
+
+def _where(logger: Any) -> str:
+    folder = getattr(logger, "log_dir", None)
+    if folder is None:
+        return type(logger).__name__
+    if isinstance(logger, CSVLogger):
+        return os.path.join(os.path.normpath(str(folder)), ExperimentWriter.NAME_METRICS_FILE)
+    return os.path.normpath(str(folder))
+
+
+def _teardown(ctx: StageContext, fn: str) -> None:
+    state, dispatch = ctx.state, ctx.dispatch
+    datamodule = state.datamodule
+    if datamodule is not None and module_hook(datamodule, "teardown") is not None:
+        datamodule.teardown(stage=fn)
+    dispatch.call_callbacks("teardown", fn)
+    dispatch.call_module("teardown", fn)
+    for logger in state.loggers:
+        logger.finalize("success")
+    state.end("finished")
+    state.dispatcher = None
+
+
+def _output(ctx: StageContext, request: StageRequest, result: Any) -> StageOutput:
+    state = ctx.state
+    output = StageOutput(result=result)
+    output.callback_metrics = dict(state.metrics.callback_metrics)
+    output.logged_metrics = dict(state.metrics.logged_metrics)
+    if request.return_state and ctx.plugin.is_global_zero:
+        output.state = state.portable()
+        output.callbacks = list(state.callbacks)
+        output.loggers = list(state.loggers)
+        model = state.model if state.model is not None else ctx.model
+        output.state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return output

@@ -68,6 +68,18 @@ def _on_device(tensor: torch.Tensor) -> bool:
     return not tensor.is_cpu
 
 
+def _scalar(name: str, value: Any) -> torch.Tensor:
+    """A logged value as a one-element tensor, detached, where it lives (no device sync)."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise MisconfigurationError(
+                f"self.log({name!r}, <tensor of shape {tuple(value.shape)}>): log a scalar "
+                f"(e.g. value.mean())."
+            )
+        return value.detach() if value.requires_grad else value
+    return torch.tensor(float(value))
+
+
 def _to_host(values: dict[str, torch.Tensor]) -> None:
     for name, value in values.items():
         if not value.is_cpu:
@@ -79,7 +91,7 @@ class MetricStore:
     :meth:`log`. ``reduce`` is the training type's all-reduce (identity in one process)."""
 
     def __init__(self) -> None:
-        self.stage = "train"
+        self._stage = "train"
         self._callback_metrics: dict[str, torch.Tensor] = {}
         self._logged_metrics: dict[str, torch.Tensor] = {}
         self._bar: dict[str, torch.Tensor | float] = {}
@@ -92,6 +104,22 @@ class MetricStore:
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
         self.enabled = True
+        #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
+        #: elsewhere (epoch-end hooks, evaluation) to the epoch value
+        self.step_level = True
+        #: a step value went to the loggers' side of the store during this fit
+        self.logged_step_value = False
+
+    @property
+    def stage(self) -> str:
+        """Whose epoch values ``self.log`` adds to ("train", "validate", "test", ...).
+        Setting it also sets the default of ``on_step``: every step in training only."""
+        return self._stage
+
+    @stage.setter
+    def stage(self, stage: str) -> None:
+        self._stage = stage
+        self.step_level = stage == "train"
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
@@ -146,18 +174,10 @@ class MetricStore:
                 f"self.log({name!r}, ..., reduce_fx={reduce_fx!r}): choose one of "
                 f"{', '.join(map(repr, _REDUCE_FX))}."
             )
-        training = self.stage == "train"
-        on_step = training if on_step is None else on_step
-        on_epoch = (not training) if on_epoch is None else on_epoch
-        if isinstance(value, torch.Tensor):
-            if value.numel() != 1:
-                raise MisconfigurationError(
-                    f"self.log({name!r}, <tensor of shape {tuple(value.shape)}>): log a scalar "
-                    f"(e.g. value.mean())."
-                )
-            tensor = value.detach() if value.requires_grad else value
-        else:
-            tensor = torch.tensor(float(value))
+        step_level = self.step_level
+        on_step = step_level if on_step is None else on_step
+        on_epoch = (not step_level) if on_epoch is None else on_epoch
+        tensor = _scalar(name, value)
         # Logged both ways, a metric is published as <name>_step and <name>_epoch, and as
         # <name> (the latest of the two) in callback_metrics, as Lightning does.
         both = on_step and on_epoch
@@ -173,6 +193,7 @@ class MetricStore:
                 self._callback_metrics[name] = step_value
             if logger:
                 self._logged_metrics[step_name] = step_value
+                self.logged_step_value = True
                 if self.step_row_due:
                     self.pending_step_row[step_name] = float(step_value)
             if prog_bar:
@@ -216,3 +237,13 @@ class MetricStore:
 
     def discard_epoch(self, stage: str | None = None) -> None:
         self._epoch.pop(self.stage if stage is None else stage, None)
+
+    def reset(self) -> None:
+        """Forget every value (a new stage starts from nothing, as Lightning's does)."""
+        self._callback_metrics = {}
+        self._logged_metrics = {}
+        self._bar = {}
+        self._epoch = {}
+        self.pending_step_row = {}
+        self._device_values = False
+        self.logged_step_value = False

@@ -15,10 +15,18 @@ __all__ = ["SchedulerConfig", "parse_optimizers"]
 
 @dataclass
 class SchedulerConfig:
+    """Lightning's ``LRSchedulerConfig``: the scheduler and when it steps."""
+
     scheduler: Any
     interval: str = "epoch"
     frequency: int = 1
     monitor: str | None = None
+    name: str | None = None
+    strict: bool = True
+
+    @property
+    def reduce_on_plateau(self) -> bool:
+        return isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
 
 
 def _scheduler(item: Any) -> SchedulerConfig:
@@ -33,8 +41,18 @@ def _scheduler(item: Any) -> SchedulerConfig:
                 f"configure_optimizers: lr_scheduler interval={interval!r}; choose 'epoch' "
                 f"or 'step'."
             )
+        frequency = item.get("frequency", 1)
+        if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
+            raise MisconfigurationError(
+                f"configure_optimizers: lr_scheduler frequency={frequency!r}; pass an int ≥ 1."
+            )
         return SchedulerConfig(
-            item["scheduler"], interval, int(item.get("frequency", 1)), item.get("monitor")
+            item["scheduler"],
+            interval,
+            frequency,
+            item.get("monitor"),
+            item.get("name"),
+            bool(item.get("strict", True)),
         )
     return SchedulerConfig(item)
 

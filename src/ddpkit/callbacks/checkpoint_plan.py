@@ -1,0 +1,267 @@
+"""How ``ModelCheckpoint`` decides (on global rank zero): the file names, the best k, ``last``.
+
+Lightning's rules: a name template formats logged values (``{epoch}-{val_loss:.2f}`` →
+``epoch=3-val_loss=0.12``), an existing name gets ``-v1``, ``-v2``; a new best pushes the worst
+of the k out; ``last.ckpt`` follows every save; only files in the callback's own directory are
+ever removed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from ddpkit.errors import MisconfigurationError
+
+__all__ = ["CheckpointPlanner", "Plan", "check_arguments", "format_checkpoint_name", "link"]
+
+
+def format_checkpoint_name(
+    template: str | None, metrics: dict[str, Any], auto_insert_metric_name: bool = True
+) -> str:
+    """``"{epoch}-{val_loss:.2f}"`` → ``"epoch=3-val_loss=0.12"`` (Lightning's rules: a name that
+    was not logged formats as 0)."""
+    filename = template or "{epoch}-{step}"
+    groups = sorted(re.findall(r"(\{.*?)[:\}]", filename), key=len, reverse=True)
+    values = dict(metrics)
+    for group in groups:
+        name = group[1:]
+        if auto_insert_metric_name:
+            filename = filename.replace(group, f"{name}={{{name}")
+        filename = filename.replace(group, f"{{0[{name}]")
+        values.setdefault(name, torch.tensor(0))
+    return filename.format(values)
+
+
+@dataclass
+class Plan:
+    """What rank zero decided: files to write (and link), files to remove, the new state."""
+
+    saves: list[str] = field(default_factory=list)
+    link: tuple[str, str] | None = None
+    removes: list[str] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+#: what rank zero's decision changes (broadcast to the other ranks; saved in checkpoints)
+STATE = (
+    "best_model_path",
+    "best_model_score",
+    "best_k_models",
+    "kth_best_model_path",
+    "kth_value",
+    "last_model_path",
+    "current_score",
+)
+
+
+class CheckpointPlanner:
+    """The deciding half of ``ModelCheckpoint`` (it mixes in; the state is the callback's)."""
+
+    CHECKPOINT_JOIN_CHAR: ClassVar[str] = "-"
+    CHECKPOINT_EQUALS_CHAR: ClassVar[str] = "="
+    CHECKPOINT_NAME_LAST: ClassVar[str] = "last"
+    FILE_EXTENSION: ClassVar[str] = ".ckpt"
+    STARTING_VERSION: ClassVar[int] = 1
+
+    dirpath: str | None
+    filename: str | None
+    monitor: str | None
+    mode: str
+    verbose: bool
+    save_top_k: int
+    save_last: bool | str | None
+    auto_insert_metric_name: bool
+    _enable_version_counter: bool
+    best_model_path: str
+    best_model_score: torch.Tensor | None
+    best_k_models: dict[str, torch.Tensor]
+    kth_best_model_path: str
+    kth_value: torch.Tensor
+    last_model_path: str
+    current_score: torch.Tensor | None
+
+    def _state(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in STATE}
+
+    def _candidates(self, trainer: Any) -> dict[str, Any]:
+        values = dict(trainer.callback_metrics)
+        values["epoch"] = torch.tensor(trainer.current_epoch)
+        values["step"] = torch.tensor(trainer.global_step)
+        return values
+
+    def format_checkpoint_name(
+        self,
+        metrics: dict[str, Any],
+        filename: str | None = None,
+        ver: int | None = None,
+        prefix: str | None = None,
+    ) -> str:
+        name = format_checkpoint_name(
+            filename or self.filename, metrics, self.auto_insert_metric_name
+        )
+        if prefix is not None:
+            name = self.CHECKPOINT_JOIN_CHAR.join([prefix, name])
+        if ver is not None:
+            name = self.CHECKPOINT_JOIN_CHAR.join([name, f"v{ver}"])
+        name += self.FILE_EXTENSION
+        return os.path.join(self.dirpath, name) if self.dirpath else name
+
+    def _plan(self, trainer: Any, *, topk: bool, force_last: bool) -> Plan:
+        plan = Plan()
+        candidates = self._candidates(trainer)
+        if topk and self.save_top_k != 0:
+            if self.monitor is None:
+                self._plan_latest(plan, candidates)
+            else:
+                self._plan_monitored(trainer, plan, candidates)
+        if self.save_last and (plan.saves or force_last or self.save_last == "link"):
+            self._plan_last(plan, candidates)
+        plan.state = self._state()
+        return plan
+
+    def _free_name(self, candidates: dict[str, Any], *, keep: str = "", **kw: Any) -> str:
+        """The formatted name, with -v1, -v2 ... when a file of that name exists already."""
+        path = self.format_checkpoint_name(candidates, **kw)
+        version = self.STARTING_VERSION
+        while self._enable_version_counter and os.path.exists(path) and path != keep:
+            path = self.format_checkpoint_name(candidates, ver=version, **kw)
+            version += 1
+        return path
+
+    def _plan_latest(self, plan: Plan, candidates: dict[str, Any]) -> None:
+        path = self._free_name(candidates, keep=self.best_model_path)
+        previous, self.best_model_path = self.best_model_path, path
+        plan.saves.append(path)
+        if self.save_top_k == 1 and previous and previous != path and self._owned(previous):
+            plan.removes.append(previous)
+
+    def _plan_monitored(self, trainer: Any, plan: Plan, candidates: dict[str, Any]) -> None:
+        assert self.monitor is not None
+        current = candidates.get(self.monitor)
+        if current is None:
+            raise MisconfigurationError(
+                f"ModelCheckpoint(monitor={self.monitor!r}) could not find {self.monitor!r} in "
+                f"the logged metrics {sorted(trainer.callback_metrics)}. Fix: "
+                f"self.log({self.monitor!r}, value) in the module, or monitor one of those."
+            )
+        current = torch.as_tensor(current).detach().float().cpu()
+        if torch.isnan(current):
+            current = torch.tensor(math.inf if self.mode == "min" else -math.inf)
+        better = torch.lt if self.mode == "min" else torch.gt
+        k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
+        if len(self.best_k_models) >= k and not better(current, self.kth_value):
+            if self.verbose:
+                print(f"Epoch {trainer.current_epoch}: {self.monitor!r} was not in top {k}")
+            return
+        dropped = ""
+        if len(self.best_k_models) >= k:
+            dropped = self.kth_best_model_path
+            self.best_k_models.pop(dropped)
+        path = self._free_name(candidates, keep=dropped)
+        self.current_score = current
+        self.best_k_models[path] = current
+        pick = max if self.mode == "min" else min
+        if len(self.best_k_models) == k:
+            self.kth_best_model_path = pick(
+                self.best_k_models, key=lambda p: float(self.best_k_models[p])
+            )
+            self.kth_value = self.best_k_models[self.kth_best_model_path]
+        best = min if self.mode == "min" else max
+        self.best_model_path = best(self.best_k_models, key=lambda p: float(self.best_k_models[p]))
+        self.best_model_score = self.best_k_models[self.best_model_path]
+        if self.verbose:
+            print(
+                f"Epoch {trainer.current_epoch}: {self.monitor!r} reached {float(current):.5f} "
+                f"(best {float(self.best_model_score):.5f}), saving model to {path!r} as top {k}"
+            )
+        plan.saves.append(path)
+        if dropped and dropped != path and self._owned(dropped):
+            plan.removes.append(dropped)
+
+    def _plan_last(self, plan: Plan, candidates: dict[str, Any]) -> None:
+        path = self._free_name(
+            candidates, keep=self.last_model_path, filename=self.CHECKPOINT_NAME_LAST
+        )
+        previous, self.last_model_path = self.last_model_path, path
+        if self.save_last == "link" and plan.saves:
+            plan.link = (plan.saves[-1], path)
+        else:
+            plan.saves.append(path)
+        if previous and previous != path and self._owned(previous):
+            plan.removes.append(previous)
+
+    def _owned(self, path: str) -> bool:
+        """Only files in this callback's own directory are ever removed."""
+        return (
+            self.dirpath is not None
+            and Path(self.dirpath).absolute() in Path(path).absolute().parents
+        )
+
+
+def link(target: str, link: str) -> None:
+    if os.path.abspath(target) == os.path.abspath(link):
+        return
+    if os.path.islink(link) or os.path.isfile(link):
+        os.remove(link)
+    try:
+        os.symlink(os.path.relpath(target, os.path.dirname(link)), link)
+    except OSError:
+        shutil.copy(target, link)
+
+
+def check_arguments(
+    save_top_k: Any,
+    mode: Any,
+    monitor: Any,
+    save_last: Any,
+    every_n_train_steps: Any,
+    every_n_epochs: Any,
+    train_time_interval: Any,
+) -> None:
+    def bad(what: str, fix: str) -> MisconfigurationError:
+        return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
+
+    if mode not in ("min", "max"):
+        raise bad(f"mode={mode!r}", "choose 'max' or 'min'.")
+    if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
+        raise bad(f"save_top_k={save_top_k!r}", "pass -1 (keep all), 0 (none) or a count ≥ 1.")
+    if monitor is None and save_top_k not in (-1, 0, 1):
+        raise bad(
+            f"save_top_k={save_top_k}, monitor=None",
+            "the best k need a metric to rank by. Fix: pass monitor='val_loss' (a logged name).",
+        )
+    if save_last not in (None, True, False, "link"):
+        raise bad(f"save_last={save_last!r}", "pass True, False, None or 'link'.")
+    for name, value in (
+        ("every_n_train_steps", every_n_train_steps),
+        ("every_n_epochs", every_n_epochs),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise bad(f"{name}={value!r}", "pass an int ≥ 0 (0 turns it off) or None.")
+    if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
+        raise bad(
+            f"train_time_interval={train_time_interval!r}",
+            "pass a datetime.timedelta, e.g. timedelta(minutes=30).",
+        )
+    given = {
+        "every_n_train_steps": every_n_train_steps,
+        "every_n_epochs": every_n_epochs,
+        "train_time_interval": train_time_interval,
+    }
+    triggers = [name for name, value in given.items() if value]
+    if len(triggers) > 1:
+        raise bad(
+            ", ".join(f"{name}={given[name]!r}" for name in triggers),
+            "they exclude each other. Fix: keep one of them.",
+        )

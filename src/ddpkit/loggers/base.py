@@ -1,0 +1,163 @@
+"""``Logger``: the interface of every logger (Lightning's), and what they share.
+
+The loop calls a logger on every rank (as Lightning does); a ddpkit logger writes on global rank
+zero only — elsewhere its methods return at once and ``experiment`` is a stand-in that accepts
+any call. Before each stage the loop calls :meth:`Logger.attach` on every rank with the rank and
+rank zero's version, so every rank (and the checkpoint directory) names the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from abc import ABC, abstractmethod
+from argparse import Namespace
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["DummyExperiment", "Logger", "flatten_params", "next_version", "scalar", "write_hparams"]
+
+
+class DummyExperiment:
+    """What ``experiment`` is on the ranks that do not write: every call does nothing."""
+
+    def nop(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getattr__(self, _: str) -> Any:
+        return self.nop
+
+    def __getitem__(self, idx: int) -> DummyExperiment:
+        return self
+
+
+def next_version(root: str | os.PathLike[str]) -> int:
+    """One more than the largest ``version_N`` folder under ``root`` (0 when there is none)."""
+    folder = Path(root)
+    if not folder.is_dir():
+        return 0
+    found = [
+        int(m.group(1))
+        for entry in folder.iterdir()
+        if entry.is_dir() and (m := re.fullmatch(r"version_(\d+)", entry.name))
+    ]
+    return max(found) + 1 if found else 0
+
+
+def scalar(value: Any) -> float:
+    """A logged value as a float (a one-element tensor, a number)."""
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().float().cpu())
+    return float(value)
+
+
+def flatten_params(params: Mapping[str, Any] | Namespace, prefix: str = "") -> dict[str, Any]:
+    """``{"opt": {"lr": 1}}`` → ``{"opt/lr": 1}`` (Lightning's separator)."""
+    if isinstance(params, Namespace):
+        params = vars(params)
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Namespace):
+            value = vars(value)
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten_params(value, f"{name}/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+class Logger(ABC):
+    """A logger: ``log_metrics`` and ``log_hyperparams``, and where its files go."""
+
+    #: Lightning's separator for a prefix and for nested hyperparameter names
+    LOGGER_JOIN_CHAR = "-"
+
+    def __init__(self) -> None:
+        self._rank = 0
+
+    @property
+    @abstractmethod
+    def name(self) -> str | None:
+        """The experiment's name (a folder under ``save_dir``)."""
+
+    @property
+    @abstractmethod
+    def version(self) -> int | str | None:
+        """The run's version (``version_N`` folder); resolved on first use."""
+
+    @property
+    def save_dir(self) -> str | None:
+        return None
+
+    @property
+    def root_dir(self) -> str | None:
+        return None
+
+    @property
+    def log_dir(self) -> str | None:
+        return None
+
+    @property
+    def group_separator(self) -> str:
+        return "/"
+
+    @property
+    def rank(self) -> int:
+        """The global rank this logger runs on (set by :meth:`attach`)."""
+        return self._rank
+
+    def attach(self, global_rank: int, version: int | str | None) -> None:
+        """Called by the loop on every rank before a stage: this rank and rank zero's version."""
+        self._rank = global_rank
+        self._set_version(version)
+
+    def _set_version(self, version: int | str | None) -> None:
+        """Fix the version (a subclass that resolves one lazily keeps it)."""
+
+    @abstractmethod
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None: ...
+
+    @abstractmethod
+    def log_hyperparams(
+        self, params: Mapping[str, Any] | Namespace, *args: Any, **kw: Any
+    ) -> None: ...
+
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """Record the model's graph (only where a logger supports it)."""
+
+    def save(self) -> None:
+        """Write what is buffered."""
+
+    def finalize(self, status: str) -> None:
+        """The stage ended (``status``: "success" or "failed"): write and close."""
+        self.save()
+
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """A checkpoint was written."""
+
+
+def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
+    """``hparams.yaml`` as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written
+    atomically."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, target)

@@ -1,0 +1,164 @@
+"""``CSVLogger``: metrics to ``<save_dir>/<name>/version_<N>/metrics.csv`` (Lightning's layout).
+
+``Trainer(logger=True)`` uses ``CSVLogger(default_root_dir, name="", version="")``: the file is
+``<default_root_dir>/metrics.csv``. Rows are ``(epoch, step, metric...)``; columns grow as new
+metrics appear; the file is rewritten atomically at every save (small files; never
+half-written).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from argparse import Namespace
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ddpkit.loggers.base import (
+    DummyExperiment,
+    Logger,
+    flatten_params,
+    next_version,
+    scalar,
+    write_hparams,
+)
+
+__all__ = ["CSVLogger", "ExperimentWriter"]
+
+
+class ExperimentWriter:
+    """The rows and the hyperparameters of one run, and the files they go to."""
+
+    NAME_METRICS_FILE = "metrics.csv"
+    NAME_HPARAMS_FILE = "hparams.yaml"
+
+    def __init__(self, log_dir: str, *, resume: bool = False) -> None:
+        """``resume``: keep the rows already in the file (a later stage of the same logger, run
+        in another process); otherwise the first save replaces the file of an earlier run."""
+        self.log_dir = log_dir
+        self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
+        self.metrics: list[dict[str, Any]] = []
+        self.hparams: dict[str, Any] = {}
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        existing = Path(self.metrics_file_path)
+        if resume and existing.is_file():
+            with existing.open(newline="") as fh:
+                self.metrics = [
+                    {k: v for k, v in row.items() if v != ""} for row in csv.DictReader(fh)
+                ]
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        row: dict[str, Any] = {k: scalar(v) for k, v in metrics.items()}
+        if "epoch" in row:
+            row["epoch"] = int(row["epoch"])
+        row["step"] = step if step is not None else len(self.metrics)
+        self.metrics.append(row)
+
+    def log_hparams(self, params: Mapping[str, Any]) -> None:
+        self.hparams.update(params)
+        write_hparams(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
+
+    def save(self) -> None:
+        if not self.metrics:
+            return
+        columns = ["epoch", "step"]
+        for row in self.metrics:
+            columns += [k for k in row if k not in columns]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(self.metrics)
+        target = Path(self.metrics_file_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(buf.getvalue())
+        os.replace(tmp, target)
+
+
+class CSVLogger(Logger):
+    """Log to ``<save_dir>/<name>/<version>/metrics.csv`` and ``hparams.yaml``.
+
+    ``name`` None or "" puts the versions straight into ``save_dir``; ``version`` None takes the
+    next free ``version_N``, an int names ``version_<int>``, a string is used as it is (""
+    writes into the name folder itself). ``prefix`` goes in front of every metric name.
+    """
+
+    def __init__(
+        self,
+        save_dir: str | os.PathLike[str],
+        name: str | None = "lightning_logs",
+        version: int | str | None = None,
+        prefix: str = "",
+        flush_logs_every_n_steps: int = 100,
+    ) -> None:
+        super().__init__()
+        self._save_dir = os.fspath(save_dir)
+        self._name = name or ""
+        self._version = version
+        self._prefix = prefix
+        self._flush_every = max(1, int(flush_logs_every_n_steps))
+        self._experiment: ExperimentWriter | None = None
+        self._started = False  # a writer of this logger has existed (in this process or a rank)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> int | str:
+        if self._version is None:
+            self._version = next_version(self.root_dir)
+        return self._version
+
+    def _set_version(self, version: int | str | None) -> None:
+        if version is not None:
+            self._version = version
+
+    @property
+    def save_dir(self) -> str:
+        return self._save_dir
+
+    @property
+    def root_dir(self) -> str:
+        return os.path.join(self._save_dir, self._name)
+
+    @property
+    def log_dir(self) -> str:
+        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
+        return os.path.join(self.root_dir, version)
+
+    @property
+    def experiment(self) -> ExperimentWriter | DummyExperiment:
+        if self.rank != 0:
+            return DummyExperiment()
+        if self._experiment is None:
+            self._experiment = ExperimentWriter(self.log_dir, resume=self._started)
+            self._started = True
+        return self._experiment
+
+    def log_hyperparams(self, params: Mapping[str, Any] | Namespace, *args: Any, **kw: Any) -> None:
+        if self.rank == 0:
+            self.experiment.log_hparams(flatten_params(params))
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        if self.rank != 0:
+            return
+        if self._prefix:
+            metrics = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}": v for k, v in metrics.items()}
+        self.experiment.log_metrics(metrics, step)
+        if step is not None and (step + 1) % self._flush_every == 0:
+            self.save()
+
+    def save(self) -> None:
+        if self.rank == 0 and self._experiment is not None:
+            self._experiment.save()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A spawned rank opens its own writer, which reads back the rows already written.
+        self.save()
+        state = self.__dict__.copy()
+        state["_experiment"] = None
+        state["_started"] = self._started or self._experiment is not None
+        return state

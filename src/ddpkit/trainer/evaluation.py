@@ -1,0 +1,198 @@
+"""Validation, test and prediction epochs, with Lightning's hooks in Lightning's order.
+
+An evaluation epoch: ``on_{stage}_model_eval``, ``on_{stage}_start``, ``on_{stage}_epoch_start``,
+per batch ``on_{stage}_batch_start`` / the step / ``on_{stage}_batch_end``, then
+``on_{stage}_epoch_end``, the epoch's metrics to the loggers, ``on_{stage}_end`` and
+``on_{stage}_model_train``. The sanity check runs the same epoch with logging off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.errors import DDPKitDeprecationWarning
+from ddpkit.trainer.context import StageContext
+from ddpkit.trainer.data import num_batches
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = ["evaluate", "log_epoch_row", "predict", "to_cpu", "warn_legacy_hook"]
+
+_NAMES = {"validate": "validation", "test": "test", "predict": "predict"}
+
+
+def warn_legacy_hook(model: Any, name: str, modern: str) -> Any:
+    """A 1.x hook the user's class defines, with the warning naming its 2.x replacement."""
+    hook = module_hook(model, name)
+    if hook is not None:
+        rank_zero_warn(
+            f"{type(model).__name__}.{name} is a Lightning 1.x hook (removed in 2.0); ddpkit "
+            f"still calls it. The same, spelled today: {modern}.",
+            DDPKitDeprecationWarning,
+        )
+    return hook
+
+
+def no_grad(ctx: StageContext) -> contextlib.AbstractContextManager[Any]:
+    return torch.inference_mode() if ctx.config.inference_mode else torch.no_grad()
+
+
+def log_epoch_row(ctx: StageContext, values: dict[str, float]) -> None:
+    """An epoch's values to every logger (on every rank: a ddpkit logger writes on rank 0)."""
+    if not values:
+        return
+    state = ctx.state
+    row = {**values, "epoch": state.current_epoch}
+    state.epoch_rows += 1
+    for logger in state.loggers:
+        logger.log_metrics(row, step=state.global_step)
+
+
+def _mode(model: Any) -> dict[Any, bool]:
+    return {m: m.training for m in model.modules()} if hasattr(model, "modules") else {}
+
+
+def _restore(mode: dict[Any, bool]) -> None:
+    for module, training in mode.items():
+        module.training = training
+
+
+def evaluate(
+    ctx: StageContext, stage: str, loader: Any, limit: int | float | None, *, sanity: bool = False
+) -> dict[str, float]:
+    """One evaluation epoch (``stage``: "validate" or "test"); returns its epoch values."""
+    model, dispatch, metrics = ctx.model, ctx.dispatch, ctx.state.metrics
+    name = _NAMES[stage]
+    step = module_hook(model, f"{name}_step")
+    n = num_batches(loader, limit)
+    if step is None or n == 0:
+        return {}
+    step_end = warn_legacy_hook(model, f"{name}_step_end", f"do that work in {name}_step")
+    epoch_end = warn_legacy_hook(
+        model, f"{name}_epoch_end", f"collect outputs in {name}_step and use on_{name}_epoch_end()"
+    )
+    previous = (metrics.stage, metrics.step_level)
+    metrics.stage, metrics.step_level, metrics.enabled = stage, False, not sanity
+    mode = _mode(model)
+    if module_hook(model, f"on_{name}_model_eval") is not None:
+        dispatch.call_module(f"on_{name}_model_eval")
+    else:
+        model.eval()
+    dispatch.call(f"on_{name}_start")
+    dispatch.call(f"on_{name}_epoch_start")
+    bar = ctx.state.progress
+    bar.start(n, "sanity check" if sanity else stage)
+    with no_grad(ctx):
+        outputs = _batches(ctx, name, loader, n, step, step_end, keep=epoch_end is not None)
+        if epoch_end is not None:
+            epoch_end(outputs)
+    bar.close()
+    values = _close_epoch(ctx, stage, name, sanity)
+    metrics.stage, metrics.step_level = previous
+    metrics.enabled = True
+    dispatch.call(f"on_{name}_end")
+    if module_hook(model, f"on_{name}_model_train") is not None:
+        dispatch.call_module(f"on_{name}_model_train")
+    else:
+        _restore(mode)
+    return values
+
+
+def _batches(
+    ctx: StageContext, name: str, loader: Any, n: int | None, step: Any, step_end: Any, keep: bool
+) -> list[Any]:
+    """The epoch's batches with their hooks; the step outputs when ``keep`` (1.x epoch ends)."""
+    dispatch, bar = ctx.dispatch, ctx.state.progress
+    batch_start = dispatch.hooks(f"on_{name}_batch_start")
+    batch_end = dispatch.hooks(f"on_{name}_batch_end")
+    bar_values = ctx.state.metrics.bar_values
+    outputs: list[Any] = []
+    for batch_idx, raw in enumerate(loader):
+        if n is not None and batch_idx >= n:
+            break
+        batch = ctx.batch(raw)
+        for hook in batch_start:
+            hook(batch, batch_idx)
+        if ctx.plain_forward:
+            out = step(batch, batch_idx)
+        else:
+            with ctx.precision.forward_context():
+                out = step(batch, batch_idx)
+        if step_end is not None:
+            out = step_end(out)
+        if keep:
+            outputs.append(out)
+        for hook in batch_end:
+            hook(out, batch, batch_idx)
+        bar.update(bar_values)
+    return outputs
+
+
+def _close_epoch(ctx: StageContext, stage: str, name: str, sanity: bool) -> dict[str, float]:
+    """The epoch's values published before ``on_{name}_epoch_end`` (so callbacks read them in
+    ``trainer.callback_metrics``) and again after it, with what that hook logged."""
+    metrics = ctx.state.metrics
+    if sanity:
+        ctx.dispatch.call(f"on_{name}_epoch_end")
+        metrics.discard_epoch(stage)
+        return {}
+    values = metrics.end_epoch(stage)
+    ctx.dispatch.call(f"on_{name}_epoch_end")
+    values.update(metrics.end_epoch(stage))
+    log_epoch_row(ctx, values)
+    return values
+
+
+def predict(
+    ctx: StageContext, loader: Any, limit: int | float | None, keep: bool
+) -> list[Any] | None:
+    """Every batch's prediction, in the dataset's order, on every rank (the ranks' contiguous
+    shards gathered one after another); None when ``keep`` is False."""
+    model, dispatch = ctx.model, ctx.dispatch
+    n = num_batches(loader, limit)
+    step = module_hook(model, "predict_step")
+    mode = _mode(model)
+    if module_hook(model, "on_predict_model_eval") is not None:
+        dispatch.call_module("on_predict_model_eval")
+    else:
+        model.eval()
+    dispatch.call("on_predict_start")
+    dispatch.call("on_predict_epoch_start")
+    batch_start, batch_end = (
+        dispatch.hooks("on_predict_batch_start"),
+        dispatch.hooks("on_predict_batch_end"),
+    )
+    out: list[Any] = []
+    with no_grad(ctx):
+        for batch_idx, raw in enumerate(loader):
+            if n is not None and batch_idx >= n:
+                break
+            batch = ctx.batch(raw)
+            for hook in batch_start:
+                hook(batch, batch_idx)
+            with ctx.precision.forward_context():
+                pred = step(batch, batch_idx) if step is not None else model(batch)
+            for hook in batch_end:
+                hook(pred, batch, batch_idx)
+            if keep:
+                out.append(to_cpu(pred))
+    dispatch.call("on_predict_epoch_end")
+    dispatch.call("on_predict_end")
+    _restore(mode)
+    if not keep:
+        return None
+    gathered = ctx.plugin.all_gather_object(out)
+    return [p for rank_predictions in gathered for p in rank_predictions]
+
+
+def to_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: to_cpu(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_cpu(v) for v in value)
+    return value

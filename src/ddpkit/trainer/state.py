@@ -1,0 +1,133 @@
+"""``LoopState``: what the loop owns — counters, metrics, callbacks, loggers, the fitted module.
+
+The Trainer creates one, the loop changes it, and the Trainer's public properties read it. Under
+the spawn launcher the parent takes rank zero's copy of the parts a user reads afterwards
+(:meth:`LoopState.adopt`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ddpkit.trainer.metrics import MetricStore
+from ddpkit.trainer.optim import SchedulerConfig
+from ddpkit.trainer.progress import ProgressBar
+
+__all__ = ["LoopState", "StageOutput", "TrainerState"]
+
+
+@dataclass
+class TrainerState:
+    """Lightning's ``trainer.state``: the running entry point, the loop stage, the status."""
+
+    fn: str | None = None
+    """"fit", "validate", "test", "predict" (None between stages)."""
+    stage: str | None = None
+    """"train", "sanity_check", "validate", "test" or "predict"."""
+    status: str = "initializing"
+    """"initializing", "running", "finished" or "interrupted"."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+    @property
+    def stopped(self) -> bool:
+        return self.status in ("finished", "interrupted")
+
+
+@dataclass
+class LoopState:
+    metrics: MetricStore = field(default_factory=MetricStore)
+    callbacks: list[Any] = field(default_factory=list)
+    loggers: list[Any] = field(default_factory=list)
+    status: TrainerState = field(default_factory=TrainerState)
+    current_epoch: int = 0
+    global_step: int = 0
+    should_stop: bool = False
+    model: nn.Module | None = None
+    """The module of the latest stage (what validate / test / predict use without a model)."""
+    datamodule: Any = None
+    optimizers: list[torch.optim.Optimizer] = field(default_factory=list)
+    lr_scheduler_configs: list[SchedulerConfig] = field(default_factory=list)
+    num_training_batches: int | float = math.inf
+    num_val_batches: list[int | float] = field(default_factory=list)
+    num_sanity_val_batches: list[int | float] = field(default_factory=list)
+    num_test_batches: list[int | float] = field(default_factory=list)
+    num_predict_batches: list[int | float] = field(default_factory=list)
+    ckpt_path: str | None = None
+    """The checkpoint the latest stage loaded."""
+    is_last_batch: bool = False
+    epochs_completed: int = 0
+    """Training epochs whose batches all ran (what a checkpoint resumes after)."""
+    dispatcher: Any = None
+    """The running stage's hook dispatcher (``trainer.save_checkpoint`` calls the hooks)."""
+    step_rows: int = 0
+    """Step rows written to the loggers in this fit (0 at the end: the run logged none)."""
+    epoch_rows: int = 0
+    """Epoch rows given to the loggers in this fit."""
+    progress: ProgressBar = field(default_factory=lambda: ProgressBar(False))
+
+    def begin(self, fn: str) -> None:
+        self.status = TrainerState(fn=fn, stage=None, status="running")
+        self.should_stop = False
+        self.is_last_batch = False
+        if fn == "fit":
+            self.step_rows = self.epoch_rows = 0
+
+    def end(self, status: str = "finished") -> None:
+        self.status = TrainerState(fn=self.status.fn, stage=None, status=status)
+
+    def portable(self) -> dict[str, Any]:
+        """What the parent of spawned ranks takes from rank zero after a stage."""
+        return {
+            "current_epoch": self.current_epoch,
+            "global_step": self.global_step,
+            "should_stop": self.should_stop,
+            "status": self.status,
+            "num_training_batches": self.num_training_batches,
+            "num_val_batches": self.num_val_batches,
+            "num_test_batches": self.num_test_batches,
+            "num_predict_batches": self.num_predict_batches,
+            "ckpt_path": self.ckpt_path,
+        }
+
+    def adopt(self, portable: dict[str, Any], callbacks: list[Any], loggers: list[Any]) -> None:
+        """Take rank zero's counters and its callbacks' and loggers' state (best checkpoint
+        path, stopped epoch, a logger's version ...) in the parent of spawned ranks."""
+        for name, value in portable.items():
+            setattr(self, name, value)
+        for mine, theirs in zip(self.callbacks, callbacks, strict=False):
+            if type(mine) is type(theirs):
+                vars(mine).update(vars(theirs))
+        for mine, theirs in zip(self.loggers, loggers, strict=False):
+            if type(mine) is type(theirs):
+                vars(mine).update(vars(theirs))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The module and its optimizers travel as arguments of their own; a bar stays local.
+        state = self.__dict__.copy()
+        state["model"] = None
+        state["optimizers"] = []
+        state["lr_scheduler_configs"] = []
+        state["progress"] = ProgressBar(False)
+        state["dispatcher"] = None
+        return state
+
+
+@dataclass
+class StageOutput:
+    """What a stage leaves behind on rank zero; the spawn launcher carries it to the parent."""
+
+    result: Any = None
+    callback_metrics: dict[str, torch.Tensor] = field(default_factory=dict)
+    logged_metrics: dict[str, torch.Tensor] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    callbacks: list[Any] = field(default_factory=list)
+    loggers: list[Any] = field(default_factory=list)
+    state_dict: dict[str, torch.Tensor] | None = None

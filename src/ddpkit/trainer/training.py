@@ -1,0 +1,310 @@
+"""The training epochs of ``fit``, with Lightning's hooks in Lightning's order.
+
+An epoch: ``on_train_epoch_start``; per batch ``on_train_batch_start``, the optimization
+(``trainer/optimization.py``), the step-interval schedulers, ``on_train_batch_end``, the step's
+row to the loggers and any validation due; at the end the epoch's validation, the epoch values,
+``on_train_epoch_end`` (the metric-watching callbacks after the module) and the plateau
+schedulers. A hook nobody implements costs nothing: the lists are built once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.errors import MisconfigurationError
+from ddpkit.trainer.context import StageContext
+from ddpkit.trainer.data import num_batches
+from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
+from ddpkit.trainer.optim import SchedulerConfig
+from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
+
+__all__ = ["FitLoop"]
+
+
+class FitLoop:
+    """The epochs of one ``fit`` on one rank."""
+
+    def __init__(
+        self,
+        ctx: StageContext,
+        optimizers: list[torch.optim.Optimizer],
+        schedulers: list[SchedulerConfig],
+        wrapped: nn.Module,
+        step_module: StepModule,
+    ) -> None:
+        self.ctx, self.schedulers = ctx, schedulers
+        model = ctx.model
+        self.optimization = Optimization(ctx, optimizers, wrapped, step_module)
+        self.custom_scheduler_step = module_hook(model, "lr_scheduler_step")
+        self.epoch_end = warn_legacy_hook(
+            model,
+            "training_epoch_end",
+            "collect outputs in training_step and use on_train_epoch_end()",
+        )
+        self.epoch_outputs: list[Any] = []
+        self.n_train: int | None = None
+        self.val_loader: Any = None
+        self.get_val: Callable[[], Any] | None = None
+        self.total_batches = 0  # across epochs (check_val_every_n_epoch=None counts these)
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        get_train: Callable[[], Any],
+        get_val: Callable[[], Any],
+        validation: bool,
+        start_epoch: int,
+    ) -> None:
+        ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
+        if config.limit_train_batches == 0:
+            return  # Lightning skips the loop, and its hooks, when there is nothing to train
+        train = get_train()
+        self.n_train = num_batches(train, config.limit_train_batches)
+        state.num_training_batches = math.inf if self.n_train is None else self.n_train
+        if self.n_train == 0 or self._done(start_epoch):
+            return
+        self.get_val = get_val if validation else None
+        state.num_val_batches = [0]
+        if validation and self._val_epoch(start_epoch):
+            self._load_val()  # else on first use, as Lightning does
+        ctx.dispatch.call("on_train_start")
+        epoch = start_epoch
+        while not self._done(epoch):
+            every = config.reload_dataloaders_every_n_epochs
+            if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
+                train = get_train()
+                self.n_train = num_batches(train, config.limit_train_batches)
+                if self.val_loader is not None:
+                    self._load_val()
+            self._train_epoch(train, epoch)
+            epoch += 1
+            state.current_epoch = epoch
+        ctx.dispatch.call("on_train_end")
+
+    def _can_stop(self) -> bool:
+        """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
+        state, config = self.ctx.state, self.ctx.config
+        return state.current_epoch >= config.min_epochs and state.global_step >= config.min_steps
+
+    def _done(self, epoch: int) -> bool:
+        state, config = self.ctx.state, self.ctx.config
+        if 0 <= config.max_steps <= state.global_step:
+            return True
+        if 0 <= config.max_epochs <= epoch:
+            return True
+        met_min = epoch >= config.min_epochs and state.global_step >= config.min_steps
+        return state.should_stop and met_min
+
+    def _train_epoch(self, train: Any, epoch: int) -> None:
+        ctx, state, metrics = self.ctx, self.ctx.state, self.ctx.state.metrics
+        state.current_epoch = epoch
+        set_epoch = getattr(getattr(train, "sampler", None), "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)  # a different shuffle every epoch, same on every rank
+        metrics.stage, metrics.step_level = "train", False
+        ctx.dispatch.call("on_train_epoch_start")
+        metrics.step_level = True
+        ran_out = self._batches(train, epoch)
+        state.epochs_completed = epoch + 1
+        if ran_out and self._val_due_at_end():
+            self._validate()
+        metrics.stage, metrics.step_level = "train", False
+        if self.epoch_end is not None:
+            self.epoch_end(self.epoch_outputs)
+            self.epoch_outputs = []
+        values = metrics.end_epoch("train")
+        ctx.dispatch.train_epoch_end()
+        values.update(metrics.end_epoch("train"))
+        log_epoch_row(ctx, values)
+        for config in self.schedulers:
+            plateau = config.interval == "epoch" and config.reduce_on_plateau
+            if plateau and ran_out and (epoch + 1) % config.frequency == 0:
+                step_scheduler(self.ctx, self.custom_scheduler_step, config)
+        for logger in state.loggers:
+            logger.save()
+
+    # -- one batch after the other (the hot path) ----------------------------------------------
+
+    def _batches(self, loader: Any, epoch: int) -> bool:
+        """Every batch of the epoch; True when the loader ran out (not cut short).
+
+        Budget exemption (function ≤ 60 lines): the per-step path is kept in one frame on
+        purpose — every attribute looked up once before the loop, every hook list tested as one
+        tuple — because tiny models feel each call (see bench/)."""
+        ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
+        metrics, dispatch = state.metrics, ctx.dispatch
+        n = self.n_train
+        accumulate = config.accumulation(epoch)
+        batch_start = dispatch.callback_hooks("on_train_batch_start")
+        module_start = module_hook(ctx.model, "on_train_batch_start")
+        batch_end = dispatch.hooks("on_train_batch_end")
+        want_outputs = bool(batch_end) or self.epoch_end is not None
+        bar = state.progress if state.progress.enabled else None
+        rows = bool(state.loggers) and ctx.plugin.is_global_zero and config.log_every_n_steps > 0
+        every = config.log_every_n_steps or 1
+        step_schedulers = [
+            c for c in self.schedulers if c.interval == "step" and not c.reduce_on_plateau
+        ]
+        epoch_schedulers = [
+            c for c in self.schedulers if c.interval == "epoch" and not c.reduce_on_plateau
+        ]
+        val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
+        run_batch = self.optimization.run_batch
+        metrics.step_row_due = rows and (state.global_step + 1) % every == 0
+        if state.progress.enabled:
+            state.progress.start(n, f"epoch {epoch}")
+        ran_out = True
+        for batch_idx, raw, last in _with_last(loader, n):
+            state.is_last_batch = last
+            batch = ctx.batch(raw)
+            for hook in batch_start:
+                hook(batch, batch_idx)
+            if module_start is not None and module_start(batch, batch_idx) == -1:
+                ran_out = False
+                break
+            boundary = last or (batch_idx + 1) % accumulate == 0
+            out, loss = run_batch(batch, batch_idx, epoch, boundary, accumulate)
+            if boundary:
+                state.global_step += 1
+                for sched in step_schedulers:
+                    if (batch_idx + 1) % sched.frequency == 0:
+                        step_scheduler(self.ctx, self.custom_scheduler_step, sched)
+                if last:
+                    for sched in epoch_schedulers:
+                        if (epoch + 1) % sched.frequency == 0:
+                            step_scheduler(self.ctx, self.custom_scheduler_step, sched)
+            if want_outputs:
+                outputs = outputs_of(out, loss)
+                if self.epoch_end is not None:
+                    self.epoch_outputs.append(outputs)
+                for hook in batch_end:
+                    hook(outputs, batch, batch_idx)
+            if boundary:
+                self._step_row(rows, every)
+            if bar is not None:
+                bar.update(metrics.bar_values)
+            self.total_batches += 1
+            count = (
+                batch_idx + 1 if config.check_val_every_n_epoch is not None else self.total_batches
+            )
+            stopping = state.should_stop and self._can_stop()
+            if (
+                not last
+                and self._val_epoch(epoch)
+                and (stopping or (val_every and count % val_every == 0))
+                and self._has_val()
+            ):
+                self._validate()  # an early stop still validates first, as in Lightning
+                stopping = state.should_stop and self._can_stop()
+            if stopping or 0 <= config.max_steps <= state.global_step:
+                ran_out = last
+                break
+        state.progress.close()
+        return ran_out
+
+    def _step_row(self, rows: bool, every: int) -> None:
+        """The step's logged values to the loggers, every ``log_every_n_steps`` steps; a value
+        becomes a float only on the steps that write a row (``.item()`` waits for the device)."""
+        state = self.ctx.state
+        metrics = state.metrics
+        pending = metrics.pending_step_row
+        if pending and rows and state.global_step % every == 0:
+            row = {**pending, "epoch": state.current_epoch}
+            for logger in state.loggers:
+                logger.log_metrics(row, step=state.global_step)
+            state.step_rows += 1
+        pending.clear()
+        metrics.step_row_due = rows and (state.global_step + 1) % every == 0
+
+    # -- validation and schedulers -------------------------------------------------------------
+
+    def _load_val(self) -> None:
+        assert self.get_val is not None
+        self.val_loader = self.get_val()
+        if self.val_loader is not None:
+            n_val = num_batches(self.val_loader, self.ctx.config.limit_val_batches)
+            self.ctx.state.num_val_batches = [math.inf if n_val is None else n_val]
+
+    def _has_val(self) -> bool:
+        """Validation is configured (its loader is made on first use)."""
+        return self.val_loader is not None or self.get_val is not None
+
+    def _val_epoch(self, epoch: int) -> bool:
+        every = self.ctx.config.check_val_every_n_epoch
+        return every is None or (epoch + 1) % every == 0
+
+    def _val_due_at_end(self) -> bool:
+        ctx = self.ctx
+        if not self._val_epoch(ctx.state.current_epoch) or not self._has_val():
+            return False
+        every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
+        if every is None:
+            return True
+        count = (
+            self.n_train if ctx.config.check_val_every_n_epoch is not None else self.total_batches
+        )
+        return count is not None and count % every == 0
+
+    def _validate(self) -> None:
+        ctx = self.ctx
+        state = ctx.state
+        if module_hook(ctx.model, "on_validation_model_zero_grad") is not None:
+            ctx.dispatch.call_module("on_validation_model_zero_grad")
+        if self.val_loader is None:
+            self._load_val()
+            if self.val_loader is None:
+                self.get_val = None  # the hook gave no loader: no validation in this fit
+                return
+        stage = state.status.stage
+        state.status.stage = "validate"
+        evaluate(ctx, "validate", self.val_loader, ctx.config.limit_val_batches)
+        state.status.stage = stage
+        for config in self.schedulers:
+            if config.interval == "step" and config.reduce_on_plateau:
+                step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:
+    """``(batch_idx, batch, is_last)`` for the epoch's batches. With a known count the last is
+    the n-th; without one, the loader is read one batch ahead to know it."""
+    if n is not None:
+        for batch_idx, batch in enumerate(loader):
+            if batch_idx >= n:
+                return
+            yield batch_idx, batch, batch_idx + 1 == n
+        return
+    iterator = iter(loader)
+    try:
+        ahead = next(iterator)
+    except StopIteration:
+        return
+    batch_idx = 0
+    while True:
+        try:
+            following = next(iterator)
+        except StopIteration:
+            yield batch_idx, ahead, True
+            return
+        yield batch_idx, ahead, False
+        ahead, batch_idx = following, batch_idx + 1
+
+
+def val_check_batches(interval: int | float, n: int | None) -> int | None:
+    """Validate every this many training batches; None: at the epoch's end."""
+    if isinstance(interval, int):
+        return interval
+    if interval == 1.0:
+        return None
+    if n is None:
+        raise MisconfigurationError(
+            f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
+            f"length; pass an int number of batches."
+        )
+    return max(1, math.floor(n * interval))
