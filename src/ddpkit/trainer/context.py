@@ -15,6 +15,7 @@ from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.data import distribute
 from ddpkit.trainer.state import LoopState
+from ddpkit.utilities.seed import ENV_SEED
 
 __all__ = ["StageContext", "on_host"]
 
@@ -48,7 +49,7 @@ class StageContext:
         self.trainer, self.state, self.config = trainer, state, config
         self.plugin, self.precision, self.model = plugin, precision, model
         self.device = plugin.root_device
-        self.seed = int(os.environ.get("DDPKIT_SEED", "0"))
+        self.seed = int(os.environ.get(ENV_SEED, "0"))
         self.dispatch = Dispatcher(trainer, model, state.callbacks)
         # float32 leaves inputs and the forward pass alone: the loops then skip those calls
         # (a generator-based context manager costs ~3 µs a step).
