@@ -1,7 +1,7 @@
 """Every code block of README.md and docs/ that is meant to run runs as written, page by page.
 
-Each page gets a scratch folder that holds the repository's top-level entries (as links, so
-``python examples/train.py`` works as it does from a clone's root) and whatever the page's
+Each page gets a scratch folder: a copy of the clone (so ``python examples/train.py`` works as
+it does from a clone's root) with the set-up's ``.venv`` linked in, and whatever the page's
 blocks save or write; its blocks run in order, as a reader who copies them one after the other
 would. The rules (which block runs how, the ``not-run`` marker) are in doc_blocks.py and, for
 writers, in docs/writing-docs.md. Real processes start here: run this file under the lock.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,12 +42,18 @@ def _environment() -> dict[str, str]:
 
 
 def _scratch(tmp_path: Path) -> Path:
+    """A copy of the clone (what its root holds, without git, caches and outputs) with the
+    set-up's .venv linked in: blocks write into it, never into the repository."""
     folder = tmp_path / "page"
-    folder.mkdir()
-    for entry in REPO.iterdir():
-        if entry.name not in (".git", "runs"):
-            (folder / entry.name).symlink_to(entry)
+    shutil.copytree(REPO, folder, symlinks=True, ignore=_NOT_COPIED)
+    if (REPO / ".venv").exists():
+        (folder / ".venv").symlink_to(REPO / ".venv")
     return folder
+
+
+_NOT_COPIED = shutil.ignore_patterns(
+    ".git", ".venv", "runs", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+)
 
 
 def _run(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[str]:
