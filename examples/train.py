@@ -1,18 +1,31 @@
-"""Train a small classifier on data this script makes, with 2 CPU processes by default.
+"""Train a small classifier on two interleaved spirals, on 2 CPU processes by default.
 
-    python examples/train.py                       # ddp_cpu + DDPPlugin: subprocess DDP
-    python examples/train.py --variant spawn       # ddp_cpu + DDPSpawnPlugin: spawned ranks
-    python examples/train.py --variant legacy      # ddp_cpu alone (spawn, with its warning)
-    python examples/train.py --variant modern      # accelerator="cpu", devices=2 (subprocess)
-    python examples/train.py --variant single      # one process
+    python examples/train.py                          # default (subprocess): accelerator="ddp_cpu",
+                                                      #   num_processes=2, plugins=[DDPPlugin(...)]
+    python examples/train.py --variant spawn          # the same with DDPSpawnPlugin: spawned ranks
+    python examples/train.py --variant legacy         # accelerator="ddp_cpu" alone: spawn, and its
+                                                      #   deprecation warning
+    python examples/train.py --variant num_processes  # num_processes=2, plugins=[DDPPlugin()]
+    python examples/train.py --variant modern         # accelerator="cpu", devices=2
+    python examples/train.py --variant single         # accelerator="cpu", devices=1: one process
 
-It prints the plan, the per-epoch metrics and where the checkpoint went.
+It prints the plan, one line per epoch as each epoch ends (rank 0's metrics, averaged over the
+ranks), the checkpoint's path and, at the end, the path of a picture: the spirals with the
+decision boundary the model learned, and the loss and accuracy of every epoch. In a terminal a
+progress bar runs during each epoch and stays as that epoch's summary line.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -33,6 +46,16 @@ def make_spirals(n: int, seed: int) -> TensorDataset:
     return TensorDataset(x, label)
 
 
+#: What each epoch's line and the curves show, and the logged name it comes from (a value logged
+#: both per step and per epoch is stored as <name>_step and <name>_epoch).
+EPOCH_METRICS = {
+    "train_loss": "train_loss_epoch",
+    "train_acc": "train_acc",
+    "val_loss": "val_loss",
+    "val_acc": "val_acc",
+}
+
+
 class SpiralClassifier(ddpkit.Module):
     def __init__(self, hidden: int = 64, lr: float = 0.03) -> None:
         super().__init__()
@@ -44,6 +67,8 @@ class SpiralClassifier(ddpkit.Module):
             nn.Linear(hidden, 2),
         )
         self.lr = lr
+        #: One dict of metrics per epoch, for the picture's curves.
+        self.history: list[dict[str, float]] = []
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -52,8 +77,11 @@ class SpiralClassifier(ddpkit.Module):
         self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int
     ) -> torch.Tensor:
         x, y = batch
-        loss = nn.functional.cross_entropy(self(x), y)
-        self.log("train_loss", loss, prog_bar=True, on_epoch=True, sync_dist=True)
+        logits = self(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        self.log("train_loss", loss, prog_bar=True, on_step=True, on_epoch=True, sync_dist=True)
+        acc = (logits.argmax(1) == y).float().mean()
+        self.log("train_acc", acc, on_step=False, on_epoch=True, sync_dist=True)
         return loss
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
@@ -62,11 +90,29 @@ class SpiralClassifier(ddpkit.Module):
         self.log("val_loss", nn.functional.cross_entropy(logits, y), sync_dist=True)
         self.log("val_acc", (logits.argmax(1) == y).float().mean(), sync_dist=True)
 
+    def on_train_epoch_end(self) -> None:
+        # Called on every rank after the epoch's validation; the values were averaged over the
+        # ranks (sync_dist=True), so each rank holds the same numbers and rank 0 prints them.
+        m = self.trainer.callback_metrics
+        epoch = {name: float(m[key]) for name, key in EPOCH_METRICS.items()}
+        self.history.append(epoch)
+        if self.trainer.is_global_zero:
+            shown = "  ".join(f"{k}={v:.4f}" for k, v in epoch.items())
+            # Counted from 0, like the progress bar and the checkpoint's name.
+            step = self.trainer.global_step
+            print(f"epoch {self.trainer.current_epoch} (step {step}): {shown}", flush=True)
+
+    def on_fit_end(self) -> None:
+        # Rank 0 draws: it holds the trained weights and the history in every variant (with
+        # spawn, this process is a spawned rank and the script's own process only waits).
+        if self.trainer.is_global_zero and self.history:
+            print(picture_line(self, Path(self.trainer.default_root_dir)), flush=True)
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)
 
 
-VARIANTS = {
+VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "subprocess": lambda: dict(
         accelerator="ddp_cpu",
         num_processes=2,
@@ -84,62 +130,159 @@ VARIANTS = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default="subprocess")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=4096)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--root-dir", default="runs/spirals")
-    args = parser.parse_args()
+def positive(flag: str, example: int) -> Callable[[str], int]:
+    """An argparse type: a whole number ≥ 1, or a message that says what to pass instead."""
 
-    ddpkit.seed_everything(7)
-    trainer = Trainer(
-        **VARIANTS[args.variant](),
-        max_epochs=args.epochs,
-        default_root_dir=args.root_dir,
-        enable_progress_bar=False,
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a whole number ≥ 1. Fix: for instance {flag} {example}"
+            )
+        return value
+
+    return parse
+
+
+def variant(text: str) -> str:
+    """An argparse type: a name of VARIANTS, or a did-you-mean and the choices."""
+    if text in VARIANTS:
+        return text
+    names = ", ".join(VARIANTS)
+    close = difflib.get_close_matches(text, VARIANTS, n=1)
+    fix = f"did you mean --variant {close[0]}? (one of {names})" if close else f"one of {names}"
+    raise argparse.ArgumentTypeError(f"{text!r} is not a variant. Fix: {fix}")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="examples/train.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--variant",
+        type=variant,
+        default="subprocess",
+        metavar="NAME",
+        help=f"the Trainer call: {', '.join(VARIANTS)} (default: subprocess; see above)",
+    )
+    parser.add_argument(
+        "--epochs", type=positive("--epochs", 5), default=5, metavar="N", help="default: 5"
+    )
+    parser.add_argument(
+        "--samples",
+        type=positive("--samples", 4096),
+        default=4096,
+        metavar="N",
+        help="training points, shared out among the ranks (default: 4096)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive("--batch-size", 64),
+        default=64,
+        metavar="N",
+        help="per rank (default: 64)",
+    )
+    parser.add_argument(
+        "--root-dir",
+        default="runs/spirals",
+        metavar="DIR",
+        help="where metrics.csv, checkpoints/ and spirals.png go (default: runs/spirals)",
+    )
+    args = parser.parse_args(argv)
+    if Path(args.root_dir).exists() and not Path(args.root_dir).is_dir():
+        parser.error(
+            f"--root-dir {args.root_dir}: that is a file, not a folder. "
+            f"Fix: pass a folder, for instance --root-dir runs/spirals"
+        )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    ddpkit.seed_everything(7)
+    with warnings.catch_warnings():
+        # The plan printed below shows any deprecation as one of its lines: once is enough.
+        warnings.simplefilter("ignore", ddpkit.DDPKitDeprecationWarning)
+        trainer = Trainer(
+            **VARIANTS[args.variant](), max_epochs=args.epochs, default_root_dir=args.root_dir
+        )
     if trainer.is_global_zero:
         print(trainer.accelerator_connector.explain(), flush=True)
     model = SpiralClassifier()
     train = DataLoader(make_spirals(args.samples, seed=0), batch_size=args.batch_size, shuffle=True)
     val = DataLoader(make_spirals(1024, seed=1), batch_size=256)
+    start = time.perf_counter()
     trainer.fit(model, train, val)
-    if trainer.is_global_zero:
-        for row in _epoch_rows(trainer):
-            print(row, flush=True)
-        m = trainer.callback_metrics
-        print(
-            f"done: {trainer.current_epoch} epochs, {trainer.global_step} steps on "
-            f"{trainer.world_size} process(es); "
-            f"train_loss_epoch={float(m['train_loss_epoch']):.4f} "
-            f"val_loss={float(m['val_loss']):.4f} val_acc={float(m['val_acc']):.3f}; "
-            f"checkpoint: {trainer.checkpoint_path}",
-            flush=True,
+    if not trainer.is_global_zero:
+        return  # the other ranks re-run this script (subprocess DDP); rank 0 reports
+    print(f"checkpoint: {Path(str(trainer.checkpoint_path)).resolve()}", flush=True)
+    processes = "1 process" if trainer.world_size == 1 else f"{trainer.world_size} processes"
+    print(
+        f"done: {trainer.current_epoch} epochs, {trainer.global_step} steps on {processes} "
+        f"in {time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
+
+
+def picture_line(model: SpiralClassifier, root: Path) -> str:
+    """Draw the picture into ``root``; say where it went, or why there is none."""
+    path = root.resolve() / "spirals.png"
+    try:
+        draw(model, make_spirals(1024, seed=1), path)
+    except ModuleNotFoundError as err:
+        return (
+            f"picture: not drawn, {err.name} is not installed. Fix: pip install {err.name} "
+            f"(scripts/setup.sh installs it with ddpkit's examples extra)"
         )
+    return f"picture: {path}"
 
 
-def _epoch_rows(trainer: Trainer) -> list[str]:
-    import csv
-    from pathlib import Path
+def draw(model: SpiralClassifier, data: TensorDataset, path: Path) -> None:
+    """The spirals with the learned decision boundary, and the per-epoch curves, as a PNG."""
+    from matplotlib.figure import Figure  # no pyplot: no window, no global state
+    from matplotlib.ticker import MaxNLocator
 
-    path = Path(trainer.default_root_dir) / "metrics.csv"
-    if not path.exists():
-        return []
-    epochs: dict[str, dict[str, str]] = {}
-    for row in csv.DictReader(path.open()):
-        values = {k: v for k, v in row.items() if v and k not in ("epoch", "step")}
-        if any(k.endswith("_epoch") or k.startswith("val_") for k in values):
-            epochs.setdefault(row["epoch"], {"step": row["step"]}).update(values)
-    rows = []
-    for epoch, values in epochs.items():
-        step = values.pop("step")
-        shown = "  ".join(f"{k}={float(v):.4f}" for k, v in sorted(values.items()))
-        rows.append(f"epoch {epoch} (step {step}): {shown}")
-    return rows
+    x, y = data.tensors
+    lo, hi = x.min(0).values - 0.1, x.max(0).values + 0.1
+    gx, gy = torch.meshgrid(
+        torch.linspace(float(lo[0]), float(hi[0]), 200),
+        torch.linspace(float(lo[1]), float(hi[1]), 200),
+        indexing="xy",
+    )
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        grid = torch.stack([gx.flatten(), gy.flatten()], dim=1)
+        p1 = model(grid).softmax(1)[:, 1].reshape(gx.shape)
+    model.train(was_training)
+    fig = Figure(figsize=(13, 4.2), layout="constrained")
+    space, loss, acc = fig.subplots(1, 3, width_ratios=[1.2, 1, 1])
+    space.contourf(gx, gy, p1, levels=20, cmap="RdBu_r", alpha=0.6, vmin=0, vmax=1)
+    space.contour(gx, gy, p1, levels=[0.5], colors="k", linewidths=1.5)
+    space.scatter(x[:, 0], x[:, 1], c=y, cmap="RdBu_r", s=6, edgecolors="none")
+    space.set(title="learned decision boundary (black line: p = 0.5)", aspect="equal")
+    epochs = range(1, len(model.history) + 1)
+    for ax, metric, title in ((loss, "loss", "loss"), (acc, "acc", "accuracy")):
+        for split in ("train", "val"):
+            ax.plot(epochs, [h[f"{split}_{metric}"] for h in model.history], "o-", label=split)
+        ax.set(xlabel="epoch", title=title)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend()
+        ax.grid(alpha=0.3)
+    last = model.history[-1]
+    fig.suptitle(f"two spirals after {len(model.history)} epochs: val_acc {last['val_acc']:.3f}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=100)
+        os.replace(tmp, path)  # atomically: a reader never sees half a picture
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

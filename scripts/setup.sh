@@ -1,19 +1,71 @@
 #!/usr/bin/env bash
-# Create or update .venv with everything ddpkit needs to run and test. Idempotent and quick when
-# nothing changed. The torch pin lives here and only here: torch==2.13.0 is the CPU build this
-# kind of machine has on disk; a looser spec makes pip download a multi-GB CUDA build.
+# Create or update .venv for this clone. Idempotent, and quick when nothing changed.
+#
+#   scripts/setup.sh [main]   what the main job needs: torch, ddpkit (editable) and the
+#                             `examples` extra (tqdm for the bar, matplotlib for the picture)
+#   scripts/setup.sh test     what the test suite needs: ddpkit with every extra in pyproject.toml
+#
+# The torch pin lives here and only here: torch==2.13.0 is the CPU build this kind of machine has
+# on disk; a looser spec makes pip download a multi-GB CUDA build. To use another torch in your
+# own environment, install it first and then `pip install -e .` (docs/installation.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 TORCH_PIN="torch==2.13.0"
+mode="${1:-main}"
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.ddpkit-setup
+
+case "$mode" in
+  main)
+    extras="examples"
+    enough=(main test) # the test set-up installs every extra, examples included
+    ;;
+  test)
+    # Every extra, read from pyproject.toml, so that a new extra is tested without editing this.
+    extras="$(.venv/bin/python - <<'PY'
+import re
+from pathlib import Path
+
+text = Path("pyproject.toml").read_text()
+try:
+    import tomllib
+
+    names = tomllib.loads(text)["project"]["optional-dependencies"]
+except ImportError:  # Python 3.10: the table's keys, one per line
+    table = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    names = re.findall(r"^([A-Za-z0-9_-]+)\s*=", table, re.M)
+print(",".join(sorted(names)))
+PY
+)"
+    enough=(test)
+    ;;
+  *)
+    echo "scripts/setup.sh $mode: unknown mode '$mode'." \
+      "Fix: scripts/setup.sh main (the main job) or scripts/setup.sh test (the suite)." >&2
+    exit 2
+    ;;
+esac
+
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet "$TORCH_PIN"
-  .venv/bin/python -m pip install --quiet -e ".[test,lightning]"
-  echo "$want" > "$stamp"
-fi
+for done_mode in "${enough[@]}"; do
+  if [ "$(cat ".venv/.ddpkit-setup-$done_mode" 2>/dev/null)" = "$want" ]; then
+    exit 0
+  fi
+done
+
+# pip on this kind of machine is configured with local index folders, some of which do not
+# exist; it warns about each, once per package it looks up (dozens of lines). Drop exactly those
+# lines and keep everything else pip says, errors included.
+NOISE="^WARNING: Location 'file://[^']*' is ignored: it is neither a file nor a directory\.$"
+pip_install() {
+  .venv/bin/python -m pip install --quiet "$@" 2>&1 | { grep -Ev "$NOISE" || true; } >&2
+}
+
+echo "scripts/setup.sh: installing $TORCH_PIN and ddpkit[$extras] into .venv ..." >&2
+pip_install --upgrade pip
+pip_install "$TORCH_PIN"
+pip_install -e ".[$extras]"
+echo "$want" > ".venv/.ddpkit-setup-$mode"

@@ -24,7 +24,7 @@ from clusters import (
 
 # The sbatch script of docs/launchers/slurm.md, as the page shows it.
 _DOC = REPO / "docs" / "launchers" / "slurm.md"
-_SCRIPT = re.compile(r"<!-- sbatch-script:[^\n]*-->\n```bash\n(.*?)```", re.S)
+_SCRIPT = re.compile(r"<!-- not-run:[^\n]*test_slurm_cluster\.py[^\n]*-->\n```bash\n(.*?)```", re.S)
 # Every launch is bounded by SLURM itself too (minutes), so nothing outlives a failed test.
 _LIMIT = "--time=3"
 # srun gives up when SLURM cannot place the step at once, instead of waiting in the queue.

@@ -1,65 +1,235 @@
-"""The README's main job, ``examples/train.py`` (what ``scripts/main.sh`` runs), really trains
-on 2 CPU processes and prints the plan, the per-epoch metrics and the checkpoint."""
+"""The README's main job, ``examples/train.py`` (what ``scripts/main.sh`` runs): it really trains
+on 2 CPU processes, streams one line per epoch while it trains, leaves a summary line per epoch
+in a terminal and nothing of the bar in a log, and ends with the checkpoint and a picture."""
 
 from __future__ import annotations
 
+import fcntl
+import importlib.util
+import os
+import pty
 import re
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from ddpkit import Trainer
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train.py"
+EPOCH_LINE = re.compile(
+    r"^epoch (\d+) \(step (\d+)\): train_loss=([0-9.]+)  train_acc=([0-9.]+)  "
+    r"val_loss=([0-9.]+)  val_acc=([0-9.]+)$",
+    re.M,
+)
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("spirals_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE), *args],
+        cwd=tmp_path,  # from anywhere: nothing depends on the working directory
+        capture_output=True,
+        text=True,
+        timeout=200,
+        check=False,
+    )
+
+
+def _assert_picture(path: Path) -> None:
+    """A PNG that decodes, of the size drawn, and not blank."""
+    image = pytest.importorskip("matplotlib.image").imread(path)
+    assert image.shape[0] > 300 and image.shape[1] > 1000, image.shape
+    assert image.std() > 0.05
 
 
 @pytest.mark.timeout(240)
 def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     epochs, samples, batch = 3, 512, 64
     root = tmp_path / "run"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(EXAMPLE),
-            f"--epochs={epochs}",
-            f"--samples={samples}",
-            f"--batch-size={batch}",
-            f"--root-dir={root}",
-        ],
-        cwd=tmp_path,  # from anywhere: nothing depends on the working directory
-        capture_output=True,
-        text=True,
-        timeout=200,
-    )
+    root.mkdir()
+    (root / "metrics.csv").write_text("epoch,step,stale\n9,999,1.0\n")  # a previous run's
+    done = _run(tmp_path, f"--epochs={epochs}", f"--samples={samples}",
+                f"--batch-size={batch}", "--root-dir=run")  # fmt: skip
     out = done.stdout
     assert done.returncode == 0, f"stdout:\n{out}\nstderr:\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
+    assert "%|" not in done.stderr, "a progress bar was drawn into a pipe"
 
     # The plan, once (rank 1 re-runs the script but prints nothing of its own).
     assert out.count("plan for Trainer(") == 1
-    assert "plan for Trainer(accelerator='ddp_cpu', num_processes=2, plugins=[DDPPlugin(" in out
+    words = " ".join(out.split())  # long plan lines may be wrapped
+    assert "plan for Trainer(accelerator='ddp_cpu', num_processes=2, plugins=[DDPPlugin(" in words
     assert re.search(r"launcher\s+subprocess", out)
 
-    # Per-epoch metrics, reduced across the ranks; the training loss goes down.
-    train_losses = [
-        float(v) for v in re.findall(r"train_loss_epoch=([0-9.]+)", out.split("done:")[0])
+    # One line per epoch, in order, with this run's steps (not a previous run's rows); the
+    # metrics are averaged over the ranks and the training loss goes down.
+    steps_per_epoch = samples // 2 // batch
+    lines = EPOCH_LINE.findall(out)
+    assert [(int(e), int(s)) for e, s, *_ in lines] == [
+        (e, (e + 1) * steps_per_epoch) for e in range(epochs)
     ]
-    val_accs = re.findall(r"val_acc=([0-9.]+)", out.split("done:")[0])
-    assert len(train_losses) == epochs
-    assert len(val_accs) == epochs
-    assert train_losses[-1] < train_losses[0]
+    losses = [float(line[2]) for line in lines]
+    assert losses[-1] < losses[0]
+    assert "999" not in out
 
-    steps = epochs * (samples // 2 // batch)
-    summary = out.strip().splitlines()[-1]
-    assert summary.startswith(f"done: {epochs} epochs, {steps} steps on 2 process(es);")
-    checkpoint = root / "checkpoints" / f"epoch={epochs - 1}-step={steps}.ckpt"
-    assert summary.endswith(f"checkpoint: {checkpoint}")
+    steps = epochs * steps_per_epoch
+    tail = out.strip().splitlines()[-3:]
+    picture = root.resolve() / "spirals.png"
+    checkpoint = root.resolve() / "checkpoints" / f"epoch={epochs - 1}-step={steps}.ckpt"
+    assert tail[0] == f"picture: {picture}"
+    assert tail[1] == f"checkpoint: {checkpoint}"
+    assert tail[2].startswith(f"done: {epochs} epochs, {steps} steps on 2 processes in ")
+    _assert_picture(picture)
     saved = load_checkpoint(checkpoint)
     # Lightning's meaning: written by the last epoch (0-based), which a resume continues after.
     assert (saved["epoch"], saved["global_step"]) == (epochs - 1, steps)
     assert saved["loops"]["epochs_completed"] == epochs
-    # Everything went under --root-dir.
+    # Everything went under --root-dir, and this run's metrics replaced the stale ones.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    assert sorted(p.name for p in root.iterdir()) == ["checkpoints", "metrics.csv"]
+    assert sorted(p.name for p in root.iterdir()) == ["checkpoints", "metrics.csv", "spirals.png"]
+    assert "stale" not in (root / "metrics.csv").read_text()
+
+
+@pytest.mark.timeout(120)
+def test_each_epoch_line_is_printed_before_fit_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fit = Trainer.fit
+
+    def fit_then_say_so(self: Trainer, *args: object, **kwargs: object) -> None:
+        fit(self, *args, **kwargs)  # type: ignore[arg-type]
+        print("<fit returned>", flush=True)
+
+    monkeypatch.setattr(Trainer, "fit", fit_then_say_so)
+    monkeypatch.setenv("DDPKIT_SEED", "7")  # seed_everything exports it; undone after the test
+    example = _example()
+    example.main(["--variant=single", "--epochs=2", "--samples=1024", "--batch-size=16",
+                  f"--root-dir={tmp_path}"])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    returned = lines.index("<fit returned>")
+    epochs = [i for i, line in enumerate(lines) if EPOCH_LINE.match(line)]
+    assert len(epochs) == 2 and epochs[-1] < returned, lines
+    picture = next(i for i, line in enumerate(lines) if line.startswith("picture: "))
+    assert picture < returned  # rank 0 draws at the end of fit, where it holds the model
+    assert lines[returned + 1].startswith("checkpoint: ")
+
+
+def _screen(raw: str) -> list[str]:
+    """The lines a terminal shows after ``raw``: carriage returns, newlines, cursor up."""
+    lines, row, col = [""], 0, 0
+    for token in re.findall(r"\x1b\[A|\r\n|\r|\n|[^\r\n\x1b]+", raw):
+        if token == "\x1b[A":
+            row = max(row - 1, 0)
+        elif token == "\r":
+            col = 0
+        elif token in ("\n", "\r\n"):
+            row, col = row + 1, 0
+            lines += [""] * (row + 1 - len(lines))
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + len(token) :]
+            col += len(token)
+    return [line.rstrip() for line in lines if line.strip()]
+
+
+@pytest.mark.timeout(120)
+def test_in_a_terminal_the_bar_leaves_one_summary_line_per_epoch(tmp_path: Path) -> None:
+    pytest.importorskip("tqdm")
+    master, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 110, 0, 0))
+    args = ["--variant=single", "--epochs=2", "--samples=1024", "--batch-size=16",
+            f"--root-dir={tmp_path}"]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), *args], stdin=child, stdout=child,
+                            stderr=child, cwd=tmp_path)  # fmt: skip
+    os.close(child)
+    raw, deadline = b"", time.monotonic() + 100
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every holder of the terminal's other side closed it
+                    break
+                if not chunk:
+                    break
+                raw += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        proc.kill() if proc.poll() is None else None
+        proc.wait(timeout=10)
+    assert proc.returncode == 0, raw.decode(errors="replace")
+    screen = _screen(raw.decode())
+    bars = [line for line in screen if re.match(r"epoch \d+: ", line)]
+    assert len(bars) == 2, screen
+    for epoch, line in enumerate(bars):
+        assert line.startswith(f"epoch {epoch}: 100%") and "64/64" in line, line
+        assert "train_loss_step=" in line
+    # Each epoch: its bar's summary, then its metrics line; no validation or sanity bar is left.
+    order = [line.split(":")[0] for line in screen if line.startswith("epoch")]
+    assert order == ["epoch 0", "epoch 0 (step 64)", "epoch 1", "epoch 1 (step 128)"]
+    assert not any(line.startswith(("validate", "sanity check")) for line in screen), screen
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--epochs", "0"], "argument --epochs: '0' is not a whole number ≥ 1. Fix: for instance "
+                            "--epochs 5"),
+        (["--epochs", "-2"], "'-2' is not a whole number ≥ 1"),
+        (["--batch-size", "x"], "argument --batch-size: 'x' is not a whole number ≥ 1"),
+        (["--samples", "1.5"], "argument --samples: '1.5' is not a whole number ≥ 1"),
+        (["--variant", "spwan"], "'spwan' is not a variant. Fix: did you mean --variant spawn?"),
+        (["--variant", "zzz"], "'zzz' is not a variant. Fix: one of subprocess, spawn, legacy, "
+                               "num_processes, modern, single"),
+        (["--root-dir", "{file}"], "that is a file, not a folder. Fix: pass a folder"),
+    ],
+    ids=["epochs-0", "epochs-negative", "batch-size-text", "samples-float", "variant-typo",
+         "variant-unknown", "root-dir-file"],
+)  # fmt: skip
+def test_edge_values_get_a_message_and_no_run(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    example = _example()
+    with pytest.raises(SystemExit) as exit_:
+        example.main([arg.replace("{file}", str(a_file)) for arg in args])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing was written
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("variant", ["spawn", "legacy", "num_processes", "modern", "single"])
+def test_every_variant_trains_and_draws(variant: str, tmp_path: Path) -> None:
+    done = _run(tmp_path, f"--variant={variant}", "--epochs=1", "--samples=256", "--root-dir=r")
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0, shown
+    assert "Traceback" not in shown
+    assert len(EPOCH_LINE.findall(done.stdout)) == 1
+    assert f"picture: {(tmp_path / 'r' / 'spirals.png').resolve()}" in done.stdout
+    assert re.search(r"^checkpoint: /.*\.ckpt$", done.stdout, re.M)
+    _assert_picture(tmp_path / "r" / "spirals.png")
+    processes = "1 process" if variant == "single" else "2 processes"
+    assert f" on {processes} in " in done.stdout
+    # A deprecation is said once: as a line of the plan (not again as a Python warning).
+    assert done.stdout.count("  deprecated:") == (1 if variant == "legacy" else 0), shown
+    assert "DDPKitDeprecationWarning" not in done.stderr

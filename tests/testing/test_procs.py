@@ -36,6 +36,7 @@ def test_a_pid_that_does_not_exist() -> None:
 
 def test_children_cmdline_and_environ(sleeper: subprocess.Popen[bytes]) -> None:
     assert sleeper.pid in {p.pid for p in procs.children(os.getpid())}
+
     # the kernel's per-thread list and a scan of every process agree (on who the children are:
     # a child's state may change between the two reads)
     def who(infos: list[procs.ProcInfo]) -> list[tuple[int, int, int]]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from terminal import Terminal
 from torch.utils.data import DataLoader, DistributedSampler
 from trainer_models import Recorder, loader, quiet, regression_data
 
@@ -323,17 +325,19 @@ def test_no_csv_without_a_logger(tmp_path: Path) -> None:
     assert not (tmp_path / "metrics.csv").exists()
 
 
-def test_progress_bar_on_rank_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar_on_rank_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys, "stderr", Terminal())  # the bar draws in a terminal only
     options = {"enable_model_summary": False, "log_every_n_steps": 1}
     trainer = Trainer(default_root_dir=tmp_path, max_epochs=1, num_sanity_val_steps=0, **options)
     trainer.fit(Recorder(), loader())
-    assert "epoch 0" in capsys.readouterr().err
+    assert [line.split(":")[0] for line in sys.stderr.screen()] == ["epoch 0"]
+    monkeypatch.setattr(sys, "stderr", Terminal())
     trainer = Trainer(
         default_root_dir=tmp_path / "quiet", max_epochs=1, enable_progress_bar=False, **options
     )
     trainer.fit(Recorder(), loader())
-    assert capsys.readouterr().err == ""
+    assert sys.stderr.getvalue() == ""
 
 
 # -- counters, metrics, stages --------------------------------------------------------------
