@@ -14,15 +14,11 @@ import json
 import re
 import shlex
 import sys
-import textwrap
 import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 __all__ = ["main"]
-
-#: Plan lines are wrapped to this width, continuing under the column they started in.
-WIDTH = 100
 
 _DESCRIPTION = """\
 See what a Trainer's flags will do before training, what ddpkit sees on this machine, and a
@@ -187,36 +183,11 @@ def _flags(args: argparse.Namespace) -> Any:
     return Flags.of(**given)
 
 
-def _wrap(text: str, width: int = WIDTH) -> str:
-    """Wrap each long line of a plan under the column its last field starts in (the text after
-    the line's last run of two or more spaces), else four spaces in; words are never broken."""
-    out = []
-    for line in text.splitlines():
-        if len(line) <= width:
-            out.append(line)
-            continue
-        lead = len(line) - len(line.lstrip())
-        column = re.match(r"^(.*\S {2,})", line)
-        start = len(column.group(1)) if column and len(column.group(1)) < width - 30 else lead
-        hang = start if start > lead else lead + 4
-        out.append(
-            textwrap.fill(
-                line[start:],
-                width,
-                initial_indent=line[:start],
-                subsequent_indent=" " * hang,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-        )
-    return "\n".join(out)
-
-
 def _explain(args: argparse.Namespace) -> int:
     from ddpkit.connector import Probe, resolve
 
     plan = resolve(_flags(args), Probe.capture())
-    print(plan.to_json() if args.json else _wrap(plan.explain()))
+    print(plan.to_json() if args.json else plan.explain())
     return 0
 
 

@@ -140,7 +140,7 @@ def test_ddp_cpu_with_explicit_plugin_uses_it_and_does_not_warn(
     assert isinstance(instance.cluster_environment, LocalEnvironment)
     assert caught == []
     plan = trainer.accelerator_connector.plan
-    assert "the user's instance" in plan.training_type.reason
+    assert "used as given" in plan.training_type.reason
     assert plan.devices.reason == "num_processes=2"
 
 

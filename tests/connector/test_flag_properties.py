@@ -157,7 +157,7 @@ def test_a_plan_that_runs_or_a_clear_error(
         return
     event(f"planned {connector.plan.training_type.value} / {connector.plan.launcher.value}")
     assert_plan_is_what_runs(connector)
-    assert connector.plan.explain().startswith(f"plan for {made.call()}")
+    assert connector.plan.explain(width=10**6).startswith(f"plan for {made.call()}")
 
 
 @st.composite

@@ -33,7 +33,7 @@ def test_explain_aligns_fields_and_names_the_deciding_flag() -> None:
         ),
         make_probe(),
     )
-    text = plan.explain()
+    text = plan.explain(width=1000)  # one line per field, however long
     lines = text.splitlines()
     assert lines[0] == (
         "plan for Trainer(accelerator='ddp_cpu', num_processes=2, "
@@ -131,3 +131,16 @@ def test_precision_spellings_on_cpu(precision: object, name: str) -> None:
 def test_16_mixed_on_gpu(precision: object) -> None:
     plan = resolve(Flags.of(precision=precision, accelerator="gpu"), make_probe(gpus=1))
     assert plan.precision.value == "16-mixed"
+
+
+def test_explain_wraps_long_lines_under_their_column() -> None:
+    plan = resolve(Flags.of(accelerator="ddp_cpu", num_processes=2), make_probe())
+    lines = plan.explain().splitlines()
+    assert max(len(line) for line in lines) <= 100
+    row = next(i for i, line in enumerate(lines) if line.startswith("  training_type"))
+    column = lines[row].index("accelerator='ddp_cpu' with")
+    assert lines[row + 1].startswith(" " * column + "num_processes=2")
+    deprecated = next(i for i, line in enumerate(lines) if line.startswith("  deprecated:"))
+    assert all(line.startswith(" " * 18 + line.lstrip()) for line in lines[deprecated + 1 :])
+    unwrapped = plan.explain(width=1000).splitlines()
+    assert " ".join(" ".join(lines).split()) == " ".join(" ".join(unwrapped).split())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -103,8 +105,9 @@ class Plan:
             ("sync_batchnorm", str(self.sync_batchnorm.value), self.sync_batchnorm.reason),
         ]
 
-    def explain(self) -> str:
-        """One aligned line per field with its reason, then the modern spelling."""
+    def explain(self, width: int = 100) -> str:
+        """One aligned line per field with its reason, then the modern spelling and the
+        warnings; a line longer than ``width`` goes on under the column it started in."""
         rows = self.rows()
         w0 = max(len(r[0]) for r in rows)
         w1 = max(len(r[1]) for r in rows)
@@ -114,7 +117,7 @@ class Plan:
         for warning in self.warnings:
             kind = "deprecated" if warning.deprecation else "warning"
             lines.append(f"  {kind + ':':<{w0}}  {warning.message}")
-        return "\n".join(lines)
+        return "\n".join(_wrap(line, width) for line in lines)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: each field's value and reason, and the modern call."""
@@ -128,3 +131,21 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+
+def _wrap(line: str, width: int) -> str:
+    """``line`` wrapped under the column its last field starts in (the text after its last run
+    of two or more spaces), else four spaces in; words are never broken."""
+    if len(line) <= width:
+        return line
+    lead = len(line) - len(line.lstrip())
+    column = re.match(r"^(.*\S {2,})", line)
+    start = len(column.group(1)) if column and len(column.group(1)) < width - 30 else lead
+    return textwrap.fill(
+        line[start:],
+        width,
+        initial_indent=line[:start],
+        subsequent_indent=" " * (start if start > lead else lead + 4),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

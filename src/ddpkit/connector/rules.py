@@ -192,7 +192,9 @@ def choose_training_type(
                 f"already started every rank ({environment.reason}). Fix: pass DDPPlugin(...) "
                 f"with the same options."
             )
-        return Choice(instance.name, f"{req.training_type_source}: the user's instance"), False  # type: ignore[arg-type]
+        # The value column shows the instance itself: say where it came from, not it again.
+        where = req.training_type_source.split("=", 1)[0]
+        return Choice(instance.name, f"passed in {where}=, used as given"), False  # type: ignore[arg-type]
     if kind is not None:
         if kind == "single_device" and world_size > 1:
             _single(req, world_size)
@@ -339,7 +341,7 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
         backend=backend,
         launcher=launcher,
         environment=environment,
-        precision=Choice(req.precision, req.precision_source),  # type: ignore[arg-type]
+        precision=Choice(req.precision, _precision_reason(req)),  # type: ignore[arg-type]
         sync_batchnorm=Choice(req.sync_batchnorm, req.sync_batchnorm_source),
         modern_call=modern,
         warnings=tuple(_warnings(req, decided, ambiguous, probe)),
@@ -349,3 +351,17 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
         environment_instance=req.environment_instance,
         precision_instance=req.precision_instance,
     )
+
+
+#: What each precision means, for a reader who does not know Lightning's names for them.
+_PRECISION_WORDS = {
+    "32-true": "float32 throughout",
+    "64-true": "float64 throughout",
+    "16-mixed": "float16 autocast, float32 weights, a gradient scaler",
+    "bf16-mixed": "bfloat16 autocast, float32 weights",
+}
+
+
+def _precision_reason(req: Request) -> str:
+    meaning = _PRECISION_WORDS.get(req.precision)
+    return f"{req.precision_source}: {meaning}" if meaning else req.precision_source
