@@ -1,6 +1,6 @@
-"""The shape of the code, held by tests: size budgets (module ≤ 400 lines, class ≤ 250,
-function ≤ 60, with a short reasoned list of exemptions) and an import graph of ``src/ddpkit``
-with no circle (not even under ``TYPE_CHECKING``) and no arrow from a lower layer to a higher one.
+"""The shape of the code, held by a test: an import graph of ``src/ddpkit`` with no circle (not
+even under ``TYPE_CHECKING``) and no arrow from a lower layer to a higher one. The size budgets
+are in test_budgets.py.
 """
 
 from __future__ import annotations
@@ -11,16 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "ddpkit"
-
-MODULE_LINES, CLASS_LINES, FUNCTION_LINES = 400, 250, 60
-
-#: (qualified name, why it may be longer). Keep this short; every entry says why.
-EXEMPT: dict[str, str] = {
-    "ddpkit.trainer.training.FitLoop._batches": (
-        "the per-step hot loop: one frame, locals and hook lists hoisted out of it"
-    ),
-}
+from source_tree import MODULES
 
 #: Lowest first. A module may import from its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
@@ -34,14 +25,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("ddpkit.lightning", "ddpkit.testing"),
     ("ddpkit.cli", "ddpkit.__main__", "ddpkit"),
 ]
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(SRC.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
 
 
 def _layer(module: str) -> int:
@@ -114,36 +97,3 @@ def test_the_import_graph_has_no_circle() -> None:
     for module in sorted(GRAPH):
         if module not in state:
             visit(module)
-
-
-def _sized(tree: ast.AST, prefix: str) -> Iterator[tuple[str, str, int]]:
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            name = f"{prefix}.{node.name}"
-            kind = "class" if isinstance(node, ast.ClassDef) else "function"
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            yield name, kind, (node.end_lineno or node.lineno) - start + 1
-            yield from _sized(node, name)
-
-
-def test_budgets() -> None:
-    over = []
-    for module, path in MODULES.items():
-        lines = len(path.read_text().splitlines())
-        if lines > MODULE_LINES and module not in EXEMPT:
-            over.append(f"module {module}: {lines} lines > {MODULE_LINES}")
-        for name, kind, size in _sized(ast.parse(path.read_text()), module):
-            limit = CLASS_LINES if kind == "class" else FUNCTION_LINES
-            if size > limit and name not in EXEMPT:
-                over.append(f"{kind} {name}: {size} lines > {limit}")
-    assert not over, "over budget:\n" + "\n".join(over)
-
-
-def test_every_exemption_is_still_needed() -> None:
-    sizes = {}
-    for module, path in MODULES.items():
-        sizes[module] = len(path.read_text().splitlines())
-        for name, _, size in _sized(ast.parse(path.read_text()), module):
-            sizes[name] = size
-    stale = [name for name in EXEMPT if name not in sizes]
-    assert not stale, f"exemptions for code that no longer exists: {stale}"
