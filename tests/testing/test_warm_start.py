@@ -238,3 +238,38 @@ def test_an_unsafe_import_is_left_out_and_per_test_variables_are_read_by_each_te
     finally:
         warm.close()
     assert not procs.is_running(second)
+
+
+HYPOTHESIS = """
+    import sys
+    import pytest
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    @pytest.mark.distributed(world_size=2)
+    def test_plain(dist, request):
+        # hypothesis's plugin would import all of hypothesis at the end of this rank's session
+        assert request.config.pluginmanager.get_plugin("hypothesispytest") is None
+
+    @pytest.mark.distributed(world_size=2)
+    @settings(max_examples=3, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(x=st.integers(0, 9))
+    def test_with_hypothesis(dist, request, x):
+        assert request.config.pluginmanager.get_plugin("hypothesispytest") is not None
+        assert 0 <= x <= 9
+"""
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("verbosity", ["-q", "-v"])
+def test_ranks_keep_hypothesis_only_where_a_test_uses_it(
+    pytester: pytest.Pytester, verbosity: str
+) -> None:
+    pytest.importorskip("hypothesis")
+    pytester.makepyfile(test_hyp=textwrap.dedent(HYPOTHESIS))
+    # -v imports hypothesis in the parent before collection (its report header): its modules
+    # must still not be preloaded, or pytest warns in every rank that it cannot rewrite them.
+    result = pytester.runpytest_subprocess(
+        *PLUGIN, verbosity, "-W", "error::pytest.PytestAssertRewriteWarning", timeout=180
+    )
+    result.assert_outcomes(passed=2)

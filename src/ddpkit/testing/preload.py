@@ -69,9 +69,20 @@ def _installed_top_levels() -> set[str]:
 
 
 def _plugin_distribution_modules() -> set[str]:
-    """The top-level modules of the distributions that register pytest plugins (pytest marks
-    them for assert rewriting at startup)."""
-    names: set[str] = set()
+    """The top-level modules of the distributions that register pytest plugins: every one, not
+    only the plugin's (hypothesis registers ``_hypothesis_pytestplugin`` and ships
+    ``hypothesis`` and ``_hypothesis_globals``), since pytest marks all of a plugin
+    distribution's modules for assert rewriting at startup and warns about one imported before."""
+    plugin_dists = {
+        dist.metadata["Name"]
+        for dist in importlib.metadata.distributions()
+        if any(ep.group == "pytest11" for ep in dist.entry_points)
+    }
+    names = {
+        top
+        for top, dists in importlib.metadata.packages_distributions().items()
+        if plugin_dists.intersection(dists)
+    }
     for dist in importlib.metadata.distributions():
         for ep in dist.entry_points:
             if ep.group == "pytest11":

@@ -152,7 +152,21 @@ def _is_child(config: pytest.Config) -> bool:
     return config.stash.get(_CHILD, None) is not None
 
 
+def _drop_idle_hypothesis(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a test's own process, hypothesis's plugin imports all of hypothesis at the end of the
+    session (its terminal summary), about a second per rank per test — in a session whose
+    output nobody reads. Unless the test is a hypothesis test, its process goes without it."""
+    plugin = config.pluginmanager.get_plugin("hypothesispytest")
+    if plugin is None:
+        return
+    if any(getattr(getattr(item, "obj", None), "is_hypothesis_test", False) for item in items):
+        return
+    config.pluginmanager.unregister(plugin)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _is_child(config):
+        _drop_idle_hypothesis(config, items)
     if not config.pluginmanager.has_plugin("timeout"):
         return
     for item in items:
