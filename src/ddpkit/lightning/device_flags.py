@@ -27,6 +27,7 @@ from pytorch_lightning.strategies import Strategy, StrategyRegistry
 
 from ddpkit.accelerators import Accelerator
 from ddpkit.connector import Flags
+from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.connector.translate import LEGACY_ACCELERATORS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning.environments import from_lightning, lightning_spelling
@@ -34,25 +35,11 @@ from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlug
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
 
 __all__ = [
-    "DEVICE_KEYWORDS",
     "DeviceCall",
     "is_legacy_device_call",
     "quoted",
     "removed_strategy",
 ]
-
-#: The Trainer keywords the connector resolves.
-DEVICE_KEYWORDS = (
-    "accelerator",
-    "strategy",
-    "devices",
-    "gpus",
-    "num_processes",
-    "num_nodes",
-    "plugins",
-    "precision",
-    "sync_batchnorm",
-)
 
 #: Training types of Lightning 1.x that Lightning 2.x removed, and what replaces each. Refused in
 #: the accelerator slot (1.x's older spelling) and as ``strategy=`` alike.
@@ -115,7 +102,7 @@ class DeviceCall:
 
     @classmethod
     def of(cls, kwargs: Mapping[str, Any]) -> DeviceCall:
-        given = {k: v for k, v in kwargs.items() if k in DEVICE_KEYWORDS}  # the user's order
+        given = {k: v for k, v in kwargs.items() if k in DEVICE_FLAGS}  # the user's order
         if given.get("precision") is None:
             given.pop("precision", None)  # Lightning's default; the connector's is 32-true
         call = quoted(given)  # as the user wrote it, before any sorting

@@ -24,9 +24,9 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
+from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning.device_flags import (
-    DEVICE_KEYWORDS,
     DeviceCall,
     is_legacy_device_call,
     removed_strategy,
@@ -152,7 +152,7 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
     if not legacy and not supervise:
         return Translation(kwargs=lightning, rewrite=rewrite, deprecations=tuple(rewrite.messages))
     plan, devices, notes = _resolve(lightning, probe, supervise)
-    for name in DEVICE_KEYWORDS:
+    for name in DEVICE_FLAGS:
         lightning.pop(name, None)
     lightning.update(devices.kwargs())
     return Translation(

@@ -14,6 +14,7 @@ from ddpkit.callbacks.checkpoint import ModelCheckpoint
 from ddpkit.callbacks.summary import ModelSummary
 from ddpkit.callbacks.timer import Timer
 from ddpkit.connector import AcceleratorConnector, Flags
+from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
@@ -25,20 +26,7 @@ from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
 
-__all__ = ["DEVICE_FLAGS", "Trainer"]
-
-#: the keywords ``ddpkit.connector`` resolves (everything else is the loop's)
-DEVICE_FLAGS = (
-    "accelerator",
-    "strategy",
-    "devices",
-    "gpus",
-    "num_processes",
-    "num_nodes",
-    "plugins",
-    "precision",
-    "sync_batchnorm",
-)
+__all__ = ["Trainer"]
 
 
 def _default_callbacks(config: LoopConfig) -> list[Any]:
