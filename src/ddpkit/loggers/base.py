@@ -19,7 +19,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["DummyExperiment", "Logger", "flatten_params", "next_version", "scalar", "write_hparams"]
+__all__ = [
+    "DummyExperiment",
+    "FolderLogger",
+    "Logger",
+    "flatten_params",
+    "next_version",
+    "scalar",
+    "write_hparams",
+]
 
 
 class DummyExperiment:
@@ -151,6 +159,47 @@ class Logger(ABC):
 
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
         """A checkpoint was written."""
+
+
+class FolderLogger(Logger):
+    """A logger that writes under ``<save_dir>/<name>/version_<N>`` (Lightning's layout):
+    ``version=None`` takes the next free number when first asked, a string is the folder's own
+    name, and ``name=""`` writes into ``save_dir`` itself."""
+
+    def __init__(
+        self, save_dir: str | os.PathLike[str], name: str | None, version: int | str | None
+    ) -> None:
+        super().__init__()
+        self._save_dir = os.fspath(save_dir)
+        self._name = name or ""
+        self._version = version
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> int | str:
+        if self._version is None:
+            self._version = next_version(self.root_dir)
+        return self._version
+
+    def _set_version(self, version: int | str | None) -> None:
+        if version is not None:
+            self._version = version
+
+    @property
+    def save_dir(self) -> str:
+        return self._save_dir
+
+    @property
+    def root_dir(self) -> str:
+        return os.path.join(self._save_dir, self._name)
+
+    def _version_dir(self) -> str:
+        """``root_dir`` joined with the version's folder name."""
+        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
+        return os.path.join(self.root_dir, version)
 
 
 def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:

@@ -18,9 +18,8 @@ from typing import Any
 
 from ddpkit.loggers.base import (
     DummyExperiment,
-    Logger,
+    FolderLogger,
     flatten_params,
-    next_version,
     scalar,
     write_hparams,
 )
@@ -77,7 +76,7 @@ class ExperimentWriter:
         os.replace(tmp, target)
 
 
-class CSVLogger(Logger):
+class CSVLogger(FolderLogger):
     """Log to ``<save_dir>/<name>/<version>/metrics.csv`` and ``hparams.yaml``.
 
     ``name`` None or "" puts the versions straight into ``save_dir``; ``version`` None takes the
@@ -93,41 +92,15 @@ class CSVLogger(Logger):
         prefix: str = "",
         flush_logs_every_n_steps: int = 100,
     ) -> None:
-        super().__init__()
-        self._save_dir = os.fspath(save_dir)
-        self._name = name or ""
-        self._version = version
+        super().__init__(save_dir, name, version)
         self._prefix = prefix
         self._flush_every = max(1, int(flush_logs_every_n_steps))
         self._experiment: ExperimentWriter | None = None
         self._started = False  # a writer of this logger has existed (in this process or a rank)
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def version(self) -> int | str:
-        if self._version is None:
-            self._version = next_version(self.root_dir)
-        return self._version
-
-    def _set_version(self, version: int | str | None) -> None:
-        if version is not None:
-            self._version = version
-
-    @property
-    def save_dir(self) -> str:
-        return self._save_dir
-
-    @property
-    def root_dir(self) -> str:
-        return os.path.join(self._save_dir, self._name)
-
-    @property
     def log_dir(self) -> str:
-        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return os.path.join(self.root_dir, version)
+        return self._version_dir()
 
     @property
     def experiment(self) -> ExperimentWriter | DummyExperiment:

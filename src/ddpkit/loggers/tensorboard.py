@@ -13,9 +13,8 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.base import (
     DummyExperiment,
-    Logger,
+    FolderLogger,
     flatten_params,
-    next_version,
     scalar,
     write_hparams,
 )
@@ -36,7 +35,7 @@ def _summary_writer() -> Any:
     return SummaryWriter
 
 
-class TensorBoardLogger(Logger):
+class TensorBoardLogger(FolderLogger):
     """Event files in ``<save_dir>/<name>/version_<N>[/<sub_dir>]``; extra keywords go to
     ``SummaryWriter``. ``default_hp_metric`` logs ``hp_metric = -1`` with the hyperparameters,
     so TensorBoard's HPARAMS tab lists the run; ``log_graph`` records the model's graph (from
@@ -53,11 +52,8 @@ class TensorBoardLogger(Logger):
         sub_dir: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__()
         _summary_writer()  # a missing package is an error now, not at the first log
-        self._save_dir = os.fspath(save_dir)
-        self._name = name or ""
-        self._version = version
+        super().__init__(save_dir, name, version)
         self._log_graph, self._default_hp_metric = log_graph, default_hp_metric
         self._prefix = prefix
         self._sub_dir = os.fspath(sub_dir) if sub_dir is not None else None
@@ -66,31 +62,8 @@ class TensorBoardLogger(Logger):
         self.hparams: dict[str, Any] = {}
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def version(self) -> int | str:
-        if self._version is None:
-            self._version = next_version(self.root_dir)
-        return self._version
-
-    def _set_version(self, version: int | str | None) -> None:
-        if version is not None:
-            self._version = version
-
-    @property
-    def save_dir(self) -> str:
-        return self._save_dir
-
-    @property
-    def root_dir(self) -> str:
-        return os.path.join(self._save_dir, self._name)
-
-    @property
     def log_dir(self) -> str:
-        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        path = os.path.join(self.root_dir, version)
+        path = self._version_dir()
         return os.path.join(path, self._sub_dir) if self._sub_dir else path
 
     @property
