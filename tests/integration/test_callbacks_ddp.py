@@ -11,7 +11,6 @@ zero's best epoch, every rank must see the same hooks. Then ``test(ckpt_path="be
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,6 @@ from ddpkit.loggers import CSVLogger, TensorBoardLogger
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 STEPS_PER_EPOCH = N // 2 // 4
-_SHARED = "DDPKIT_TEST_SHARED_DIR"
-
-
-@pytest.fixture
-def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """rank zero's ``tmp_path``, handed to the ranks it starts (a re-run test gets its own)."""
-    path = Path(os.environ.get(_SHARED) or tmp_path)
-    monkeypatch.setenv(_SHARED, str(path))
-    return path
 
 
 def reference_hooks(tmp_path: Path) -> list[str]:

@@ -19,16 +19,6 @@ from torch.utils.data import DataLoader, TensorDataset
 import ddpkit
 from ddpkit import ChildFailedError, DDPKitDeprecationWarning, DDPPlugin, Trainer
 
-_SHARED = "DDPKIT_TEST_SHARED_DIR"
-
-
-@pytest.fixture
-def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """rank zero's tmp_path, also for the ranks it starts (they re-run this test)."""
-    path = Path(os.environ.get(_SHARED) or tmp_path)
-    monkeypatch.setenv(_SHARED, str(path))
-    return path
-
 
 def _loader() -> DataLoader[Any]:
     g = torch.Generator().manual_seed(0)

@@ -42,16 +42,6 @@ from ddpkit.trainer.checkpoint import load_checkpoint
 
 EPOCHS = 3
 STEPS_PER_EPOCH = N_SAMPLES // (2 * BATCH)
-_SHARED = "DDPKIT_TEST_SHARED_DIR"
-
-
-@pytest.fixture
-def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder every rank of the test sees: rank zero's ``tmp_path``, handed through the
-    environment to the ranks it starts (a re-run test would get a ``tmp_path`` of its own)."""
-    path = Path(os.environ.get(_SHARED) or tmp_path)
-    monkeypatch.setenv(_SHARED, str(path))
-    return path
 
 
 @pytest.fixture
