@@ -25,6 +25,7 @@ __all__ = [
     "leaked_children",
     "leaked_children_message",
     "leaked_group_message",
+    "note_helper",
 ]
 
 #: How long children a test started may take to finish exiting after it returns.
@@ -38,6 +39,16 @@ _INTERPRETER_HELPERS = (
     "multiprocessing.semaphore_tracker",
     "ddpkit.testing.zygote",
 )
+
+
+# Helpers this process forked from itself (the warm start's zygote forked from the session):
+# their command line is this process's own.
+_HELPER_PIDS: set[int] = set()
+
+
+def note_helper(pid: int) -> None:
+    """``pid`` is a child kept for the session (not a test's leak)."""
+    _HELPER_PIDS.add(pid)
 
 
 def destroy_process_group_if_any() -> bool:
@@ -97,6 +108,8 @@ class ChildSnapshot:
 
 
 def _is_interpreter_helper(pid: int) -> bool:
+    if pid in _HELPER_PIDS:
+        return True
     command = procs.cmdline(pid)
     return any(helper in command for helper in _INTERPRETER_HELPERS)
 

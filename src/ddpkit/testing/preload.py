@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-__all__ = ["PerTestVariable", "Preloaded", "candidates", "fork_hazard", "preload"]
+__all__ = ["PerTestVariable", "Preloaded", "candidates", "fork_hazard", "native_threads", "preload"]
 
 # Imported first: torch's native thread pools (OpenBLAS's) exist once it is imported; they are
 # fork-safe (pthread_atfork) and make the baseline the thread check counts from.
@@ -112,7 +112,8 @@ def candidates(
     return chosen
 
 
-def _native_threads() -> int:
+def native_threads() -> int:
+    """How many threads this process runs, native ones included."""
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
@@ -124,7 +125,7 @@ def fork_hazard(native_baseline: int) -> str | None:
     others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if others:
         return f"a thread is running ({', '.join(sorted(others))})"
-    native = _native_threads()
+    native = native_threads()
     if native > native_baseline:
         return f"{native - native_baseline} native thread(s) started"
     torch: Any = sys.modules.get("torch")
@@ -189,7 +190,7 @@ def preload(
     result = Preloaded() if into is None else into
     real = os.environ
     guarded = _GuardedEnviron(real, per_test, per_test_prefixes)
-    baseline = _native_threads()
+    baseline = native_threads()
     os.environ = guarded  # noqa: B003 (the same variables, read through a guard)
     try:
         for name in names:
@@ -204,7 +205,7 @@ def preload(
             except Exception:  # not importable on its own here: each test imports it
                 _forget_broken(before)
             if name in _FIRST:
-                baseline = max(baseline, _native_threads())
+                baseline = max(baseline, native_threads())
             hazard = fork_hazard(baseline)
             if hazard is not None:
                 result.hazard = f"importing {name}: {hazard}"

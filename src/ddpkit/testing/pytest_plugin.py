@@ -29,12 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import distributed, leaks, runner
+from ddpkit.testing import distributed, leaks, runner, session_fork
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
 from ddpkit.testing.preload import candidates
-from ddpkit.testing.warm import WarmStart, stderr_line
+from ddpkit.testing.warm import WarmStart, stderr_line, zygote_environment
 from ddpkit.testing.worker import IsolatedProcess
+from ddpkit.testing.zygote import Zygote
 
 # pytest finds the hooks by name; the one name a test uses is the fixture.
 __all__ = ["dist"]
@@ -83,13 +84,34 @@ def pytest_configure(config: pytest.Config) -> None:
     # before pytest's faulthandler and terminal writer take hold of it.
     child = IsolatedProcess.from_env()
     if child is not None:
-        child.start()
-        config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
+        _become_child(config, child)
+        return
+    session_fork.note_configured(config)
+    config.stash[_CHILD] = None
+    config.stash[_LEAKERS] = []
+    # A pytest-xdist worker talks to its controller from a thread: it cannot fork itself.
+    fork_session = not hasattr(config, "workerinput")
+    config.stash[_WARM] = WarmStart(config.invocation_params.dir, _say(config), fork_session)
+
+
+def _become_child(config: pytest.Config, child: IsolatedProcess) -> None:
+    """This process is one of an isolated test's: leave its reports for the parent."""
+    child.start()
+    config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
     config.stash[_CHILD] = child
     config.stash[_LEAKERS] = []
-    config.stash[_WARM] = (
-        None if child is not None else WarmStart(config.invocation_params.dir, _say(config))
-    )
+    config.stash[_WARM] = None
+
+
+def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
+    """In a process forked from the session itself (:mod:`ddpkit.testing.session_fork`), what
+    configure and collection do in a test's own interpreter."""
+    child = IsolatedProcess.from_env()
+    if child is None:
+        raise RuntimeError("a test's process was forked without its ddpkit environment")
+    _become_child(config, child)
+    _drop_idle_hypothesis(config, [item])
+    _child_timeouts(config, [item])
 
 
 def _say(config: pytest.Config) -> Callable[[str], None]:
@@ -128,9 +150,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
         warm.early(os.environ)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Isolated tests will run: the zygote preloads what the collection imported. None: no
-    zygote."""
+    """Isolated tests will run: the session forks itself into the zygote (last of the hooks, so
+    that the fork holds what every plugin did with the collection), or the zygote preloads what
+    the collection imported. None: no zygote."""
     warm = _warm(session.config)
     if warm is None:
         return
@@ -139,7 +163,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
                if isinstance(p, types.ModuleType)]  # fmt: skip
-    warm.collected(candidates(dict(sys.modules), plugins), os.environ)
+    names = candidates(dict(sys.modules), plugins)
+
+    def fork_here() -> Zygote:
+        env = zygote_environment(os.environ)
+        return session_fork.fork_zygote(session, _as_test_process, env)
+
+    warm.collected(names, os.environ, fork_here if warm.fork_session else None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -164,17 +194,22 @@ def _drop_idle_hypothesis(config: pytest.Config, items: list[pytest.Item]) -> No
     config.pluginmanager.unregister(plugin)
 
 
+def _child_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The parent ends the process tree at the timeout and shows every rank's stacks;
+    # pytest-timeout firing first inside one rank would show one.
+    if config.pluginmanager.has_plugin("timeout"):
+        for item in items:
+            item.add_marker(pytest.mark.timeout(0), append=False)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _is_child(config):
         _drop_idle_hypothesis(config, items)
+        _child_timeouts(config, items)
+        return
     if not config.pluginmanager.has_plugin("timeout"):
         return
     for item in items:
-        if _is_child(config):
-            # The parent ends the process tree at the timeout and shows every rank's stacks;
-            # pytest-timeout firing first inside one rank would show one.
-            item.add_marker(pytest.mark.timeout(0), append=False)
-            continue
         if runner.isolation_of(item) is None:
             continue
         try:

@@ -136,6 +136,7 @@ class _Launch:
                 cwd=str(self.cwd),
                 log=str(log),
                 fd_env={name: i for i, name in enumerate(fds)},
+                nodeid=self.item.nodeid,
             )
             try:
                 self.job.adopt(rank, self.zygote.fork(request, list(fds.values())), log)

@@ -1,16 +1,20 @@
 """The session's warm start: which zygote a test's processes are forked from, or why they start
 as fresh interpreters.
 
-The zygote is started as soon as collection meets a test file that marks a test standalone or
-distributed (it imports torch and pytest while the collection goes on), and told after
-collection what the test modules imported (:func:`ddpkit.testing.preload.candidates`); it is
-kept until the session ends, and ended at once when no isolated test was collected. Before each
-isolated test:
+The first choice is the parent pytest itself, forked right after collection
+(:mod:`ddpkit.testing.session_fork`): nothing to import, its forks run the collected item.
+Where that cannot be (one line says why), or in a pytest-xdist worker (its threads make a fork
+unsafe), the zygote is a fresh interpreter, started as soon as collection meets a test file that
+marks a test standalone or distributed (it imports torch and pytest while the collection goes
+on), and told after collection what the test modules imported
+(:func:`ddpkit.testing.preload.candidates`). Either is kept until the session ends, and ended at
+once when no isolated test was collected. Before each isolated test:
 
 - a test that asks for a fresh interpreter (``fresh_interpreter=True``, ``--ddpkit-fresh-
   interpreter``, ``ddpkit_fresh_interpreter = true``) gets one;
 - a test whose environment differs from the zygote's in a variable a preloaded module read (a
-  session fixture exported ``TMPDIR``, say) gets a new zygote, started with its environment;
+  session fixture exported ``TMPDIR``, say; for the session's own fork, any variable but the
+  per-test ones) gets a new zygote, started with its environment;
 - a zygote that cannot fork safely (a preloaded module started a thread, initialised CUDA or a
   process group) is replaced by one that leaves that module to each test; one line says so;
 - a zygote that cannot start at all sends the session's isolated tests to fresh interpreters,
@@ -21,10 +25,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from ddpkit.testing.zygote import Zygote, ZygoteError
+from ddpkit.testing.worker import PER_TEST_PREFIXES, PER_TEST_VARIABLES
+from ddpkit.testing.zygote import Zygote, ZygoteError, ZygoteInfo
 
 __all__ = ["EARLY", "WarmStart", "zygote_environment"]
 
@@ -47,16 +52,26 @@ def zygote_environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _differs(keys: frozenset[str], a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+def _differs(info: ZygoteInfo, a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    """The variables a test's environment ``b`` may not differ in from the zygote's ``a``."""
+    keys: Collection[str] = info.reads
+    if info.whole_env:
+        keys = {
+            k
+            for k in a.keys() | b.keys()
+            if k not in PER_TEST_VARIABLES and not k.startswith(PER_TEST_PREFIXES)
+        }
     return sorted(k for k in keys if a.get(k) != b.get(k))
 
 
 class WarmStart:
-    """One pytest session's zygote. ``say`` prints one line to the user."""
+    """One pytest session's zygote. ``say`` prints one line to the user. ``fork_session``: the
+    session will offer to fork itself after collection (no zygote is started early)."""
 
-    def __init__(self, cwd: Path, say: Callable[[str], None]) -> None:
+    def __init__(self, cwd: Path, say: Callable[[str], None], fork_session: bool = False) -> None:
         self.cwd = cwd
         self.say = say
+        self.fork_session = fork_session
         self._names: list[str] = []
         self._zygote: Zygote | None = None
         self._starts = 0
@@ -64,14 +79,28 @@ class WarmStart:
         self.last_reason: str | None = None
 
     def early(self, env: Mapping[str, str]) -> None:
-        """Start the zygote with :data:`EARLY` now, if it has not been started."""
-        if self._starts == 0:
+        """Start the zygote with :data:`EARLY` now, if it has not been started (and the session
+        will not offer itself)."""
+        if self._starts == 0 and not self.fork_session:
             self._names = list(EARLY)
             self._start(env)
 
-    def collected(self, names: Sequence[str], env: Mapping[str, str]) -> None:
-        """Isolated tests will run: preload ``names`` (what the collection imported) too."""
+    def collected(
+        self,
+        names: Sequence[str],
+        env: Mapping[str, str],
+        fork_here: Callable[[], Zygote] | None = None,
+    ) -> None:
+        """Isolated tests will run: preload ``names`` (what the collection imported) too.
+        ``fork_here``: fork the session into the zygote (:class:`ZygoteError`: why it cannot)."""
         self._names = list(dict.fromkeys([*self._names, *names]))
+        if self._zygote is None and self._starts == 0 and fork_here is not None:
+            try:
+                self._zygote = fork_here()
+                self._starts += 1
+                return
+            except (ZygoteError, OSError) as err:
+                self.say(f"ddpkit: the warm start's zygote is a fresh interpreter: {err}.")
         if self._zygote is None:
             if self._off is None:
                 self._start(env)
@@ -110,7 +139,7 @@ class WarmStart:
             if info.hazard is not None:
                 self._leave_out(info.hazard, env)
                 continue
-            changed = _differs(info.reads, zygote.env, zygote_environment(env))
+            changed = _differs(info, zygote.env, zygote_environment(env))
             if changed:
                 self._start(env)  # a preloaded module read a variable this test changes
                 continue

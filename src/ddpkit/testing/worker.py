@@ -60,9 +60,13 @@ __all__ = [
     "PER_TEST_PREFIXES",
     "PER_TEST_VARIABLES",
     "ProcessRecord",
+    "become_test_process",
     "child_environment",
+    "die_with",
+    "exit_now",
     "read_records",
     "run_forked",
+    "stdio_to",
 ]
 
 ENV_CHILD = ENV_ISOLATED_TEST
@@ -242,10 +246,12 @@ class ForkRequest:
     cwd: str
     log: str
     fd_env: Mapping[str, int]
+    nodeid: str = ""
+    """The test: what a rank forked from the parent session itself runs."""
 
     def to_json(self) -> str:
         data = {"args": self.args, "env": dict(self.env), "cwd": self.cwd, "log": self.log}
-        return json.dumps({**data, "fd_env": dict(self.fd_env)})
+        return json.dumps({**data, "fd_env": dict(self.fd_env), "nodeid": self.nodeid})
 
     @classmethod
     def from_json(cls, raw: str) -> ForkRequest:
@@ -256,18 +262,20 @@ class ForkRequest:
             cwd=data["cwd"],
             log=data["log"],
             fd_env=data["fd_env"],
+            nodeid=data.get("nodeid", ""),
         )
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL when the zygote dies (it ends the session's test processes that way)."""
+def die_with(parent: int) -> None:
+    """SIGKILL when ``parent`` dies (a zygote ends its test processes that way, and the parent
+    pytest its zygote)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(1)
 
 
-def _stdio(log: str) -> None:
+def stdio_to(log: str) -> None:
     """fd 0 from /dev/null, fds 1 and 2 to the log, and ``sys.std*`` unbuffered over them, as
     ``PYTHONUNBUFFERED=1`` makes them in a fresh interpreter."""
     null = os.open(os.devnull, os.O_RDONLY)
@@ -322,7 +330,7 @@ def _fresh_process_state(env: Mapping[str, str]) -> None:
         torch.set_num_threads(int(threads))
 
 
-def _exit_now(code: int) -> NoReturn:
+def exit_now(code: int) -> NoReturn:
     """End as an interpreter ends (non-daemon threads joined, atexit handlers run, output
     flushed) without tearing down the modules copied from the zygote, which only costs time."""
     shutdown = getattr(threading, "_shutdown", None)
@@ -335,11 +343,11 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def run_forked(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> NoReturn:
-    """In a process just forked from the zygote: become ``python -m pytest <args>`` with the
-    request's environment, run it, and exit with its status."""
+def become_test_process(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> None:
+    """In a process just forked from a zygote: become the process ``python -m pytest <args>``
+    would be, with the request's environment, working directory, output and command line."""
     os.setsid()  # a session of its own: the parent ends the test's whole tree through it
-    _die_with(zygote_pid)
+    die_with(zygote_pid)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)
@@ -348,9 +356,15 @@ def run_forked(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> NoR
     os.chdir(request.cwd)
     os.environ.clear()
     os.environ.update(env)
-    _stdio(request.log)
+    stdio_to(request.log)
     _as_python_m_pytest(request.args, request.cwd)
     _fresh_process_state(env)
+
+
+def run_forked(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> NoReturn:
+    """In a process just forked from the ``python -c BOOT`` zygote: become ``python -m pytest
+    <args>``, run it, and exit with its status."""
+    become_test_process(request, fds, zygote_pid)
     code = 1
     try:
         import pytest
@@ -362,4 +376,4 @@ def run_forked(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> NoR
         import traceback
 
         traceback.print_exc()
-    _exit_now(code)
+    exit_now(code)

@@ -25,10 +25,7 @@ state and the crash of one never reaches it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
-import os
 import select
 import shutil
 import signal
@@ -40,27 +37,21 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Protocol
 
 from ddpkit.ranks.names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit.ranks.scratch import make_private_dir
-from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.supervise import die_with_parent_hook, tail
-from ddpkit.testing.worker import (
-    PER_TEST_PREFIXES,
-    PER_TEST_VARIABLES,
-    ForkRequest,
-    run_forked,
-)
+from ddpkit.testing.worker import ForkRequest
+from ddpkit.testing.zygote_server import MAX_MESSAGE
 
-__all__ = ["BOOT", "ForkedProcess", "Zygote", "ZygoteError", "ZygoteInfo", "main"]
+__all__ = ["BOOT", "ForkedProcess", "Zygote", "ZygoteError", "ZygoteInfo", "ZygoteProcess"]
 
 ENV_FD = ENV_ZYGOTE_FD
 ENV_PRELOAD = ENV_ZYGOTE_PRELOAD
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this.
-BOOT = "import ddpkit.testing.zygote as zygote; zygote.main()"
-_MAX_MESSAGE = 1 << 20
-_MAX_FDS = 8
+BOOT = "import ddpkit.testing.zygote_server as server; server.main()"
+_MAX_MESSAGE = MAX_MESSAGE
 
 
 class ZygoteError(Exception):
@@ -82,6 +73,23 @@ class ZygoteInfo:
     hazard: str | None
     """Why a fork from it is unsafe; None when it is safe."""
     seconds: float
+    whole_env: bool = False
+    """Its modules were imported by the parent pytest (a fork of the session): a test whose
+    environment differs in any variable but the per-test ones needs another zygote."""
+
+
+class ZygoteProcess(Protocol):
+    """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
+    or a fork of the parent itself (:mod:`ddpkit.testing.session_fork`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 class ForkedProcess:
@@ -117,7 +125,7 @@ class Zygote:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: ZygoteProcess,
         sock: socket.socket,
         directory: Path,
         env: Mapping[str, str],
@@ -183,6 +191,7 @@ class Zygote:
                 reads=frozenset(message["reads"]),
                 hazard=message["hazard"],
                 seconds=float(message["seconds"]),
+                whole_env=bool(message.get("whole_env", False)),
             )
         elif "started" in message:
             pid = int(message["pid"])
@@ -284,116 +293,3 @@ class Zygote:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-# -- the zygote process -----------------------------------------------------------------------
-
-
-class _Server:
-    """The zygote's loop: fork on request, reap on SIGCHLD, end on EOF."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.result = Preloaded()
-        self.started = time.monotonic()
-        self.children: set[int] = set()
-        self.wake_r, self.wake_w = os.pipe()
-        os.set_blocking(self.wake_w, False)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
-
-    def send(self, message: Mapping[str, Any]) -> None:
-        try:
-            self.sock.send(json.dumps(message).encode())
-        except OSError:
-            self.shutdown()
-
-    def load(self, names: Sequence[str]) -> None:
-        """Preload ``names`` and say what this zygote now holds (or why it cannot fork)."""
-        preload(names, PER_TEST_VARIABLES, PER_TEST_PREFIXES, into=self.result)
-        # Frozen objects are left alone by every later collection: the forks' collections
-        # stay small and do not write to (and so copy) the zygote's pages.
-        gc.collect()
-        gc.freeze()
-        result = self.result
-        self.send(
-            {
-                "ready": True,
-                "loaded": result.loaded,
-                "left": result.left,
-                "reads": sorted(result.reads),
-                "hazard": result.hazard,
-                "seconds": time.monotonic() - self.started,
-            }
-        )
-        if result.hazard is not None:
-            self.shutdown()  # the parent will not fork from here
-
-    def serve(self) -> tuple[ForkRequest, list[int], int]:
-        """Serve until the parent closes the socket. Returns only in a forked child: the
-        request, its descriptors and the zygote's pid."""
-        while True:
-            readable = select.select([self.sock.fileno(), self.wake_r], [], [])[0]
-            if self.wake_r in readable:
-                os.read(self.wake_r, 4096)
-            self.reap()
-            if self.sock.fileno() not in readable:
-                continue
-            try:
-                raw, fds, _, _ = socket.recv_fds(self.sock, _MAX_MESSAGE, _MAX_FDS)
-            except OSError:
-                raw, fds = b"", []
-            if not raw:
-                self.shutdown()
-            message = json.loads(raw)
-            if "preload" in message:
-                self.load(message["preload"])
-                continue
-            request = ForkRequest.from_json(message["request"])
-            zygote = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                self._become_child()
-                return request, fds, zygote
-            for fd in fds:
-                os.close(fd)
-            self.children.add(pid)
-            self.send({"started": message["fork"], "pid": pid})
-
-    def _become_child(self) -> None:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.close(self.wake_r)
-        os.close(self.wake_w)
-        self.sock.close()
-
-    def reap(self) -> None:
-        while self.children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            self.children.discard(pid)
-            self.send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
-
-    def shutdown(self) -> NoReturn:
-        for pid in self.children:
-            for kill in (os.killpg, os.kill):
-                with contextlib.suppress(OSError):
-                    kill(pid, signal.SIGKILL)
-        for pid in self.children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-        os._exit(0)
-
-
-def main() -> None:
-    """The zygote process (``python -c BOOT``)."""
-    sock = socket.socket(fileno=int(os.environ.pop(ENV_FD)))
-    names = json.loads(Path(os.environ.pop(ENV_PRELOAD)).read_text())
-    server = _Server(sock)
-    server.load(names)
-    request, fds, zygote = server.serve()
-    run_forked(request, fds, zygote)
