@@ -85,7 +85,7 @@ def test_the_zygote_is_the_session_forked_and_keeps_none_of_its_output(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     record, output, pipes = probe(pytester, tmp_path)
-    assert record["zygote"] == record["session"]  # a fork of the session: its command line
+    assert record["zygote"] == record["session"], output  # a fork of the session
     assert "pytest" in str(record["session"])
     # Whoever reads pytest's output sees it end with pytest, not with the zygote (pytest's
     # capture and faulthandler each keep a copy of the descriptor: none of them is left).
@@ -109,7 +109,7 @@ def test_a_thread_in_the_session_makes_the_zygote_a_fresh_interpreter_and_says_w
     assert (
         "ddpkit: the warm start's zygote is a fresh interpreter: in this pytest process, a "
         "thread is running (poller)." in output
-    )
+    ), output
 
 
 ENVIRONMENT = """
@@ -166,3 +166,28 @@ def test_ranks_never_use_or_wipe_the_sessions_basetemp(
     result = pytester.runpytest_subprocess(*PLUGIN, f"--basetemp={basetemp}", timeout=120)
     result.assert_outcomes(passed=3)
     assert not list(basetemp.rglob("rank*"))
+
+
+@pytest.mark.timeout(150)
+def test_a_conftest_that_reads_rank_at_import_gets_each_ranks_own(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest("import os\nRANK_AT_IMPORT = os.environ.get('RANK')\n")
+    pytester.makepyfile(
+        test_rank="""
+        import pytest
+        import conftest
+
+        @pytest.mark.distributed(world_size=2)
+        def test_own_rank(dist):
+            assert conftest.RANK_AT_IMPORT == str(dist.rank)
+        """
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN, timeout=120)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "ddpkit: the warm start's zygote is a fresh interpreter: conftest read RANK while "
+            "the session collected (each test's own value)."
+        ]
+    )

@@ -40,6 +40,11 @@ from ddpkit.testing.zygote import Zygote
 # pytest finds the hooks by name; the one name a test uses is the fixture.
 __all__ = ["dist"]
 
+# From here until the collection ends, a read of a per-test variable (RANK, ...) by a conftest or
+# test module is noted: the session must not fork itself into the zygote then.
+if IsolatedProcess.from_env() is None:
+    session_fork.watch_environment()
+
 _CHILD = pytest.StashKey[IsolatedProcess | None]()
 _LEAKERS = pytest.StashKey[list[str]]()
 _DIST = pytest.StashKey[DistInfo]()
@@ -87,6 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _become_child(config, child)
         return
     session_fork.note_configured(config)
+    if hasattr(config, "workerinput"):
+        session_fork.stop_watching()
     config.stash[_CHILD] = None
     config.stash[_LEAKERS] = []
     # A pytest-xdist worker talks to its controller from a thread: it cannot fork itself.
@@ -156,10 +163,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     that the fork holds what every plugin did with the collection), or the zygote preloads what
     the collection imported. None: no zygote."""
     warm = _warm(session.config)
-    if warm is None:
-        return
-    if not any(runner.isolation_of(item) is not None for item in session.items):
-        warm.close()
+    if warm is None or not any(runner.isolation_of(i) is not None for i in session.items):
+        session_fork.stop_watching()
+        if warm is not None:
+            warm.close()
         return
     plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
                if isinstance(p, types.ModuleType)]  # fmt: skip
@@ -170,9 +177,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return session_fork.fork_zygote(session, _as_test_process, env)
 
     warm.collected(names, os.environ, fork_here if warm.fork_session else None)
+    session_fork.stop_watching()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    session_fork.stop_watching()  # the session ended before its collection did
     warm = config.stash.get(_WARM, None)
     if warm is not None:
         warm.close()

@@ -16,8 +16,11 @@ parent closes its socket, and exits.
 Where a fork of the session cannot be that good, the zygote is a fresh interpreter that preloads
 instead (:mod:`ddpkit.testing.zygote_server`), one line says why (:func:`why_not`), and
 :class:`ddpkit.testing.warm.WarmStart` falls back to it: when a thread runs in the parent, CUDA
-or a process group was initialised, the session is not the first of its process (pytester's
-in-process runs), or collection ran off the main thread; later, for a test whose environment
+or a process group was initialised, a conftest, test module or plugin read a per-test variable
+(``RANK``, ``LOCAL_RANK``, ``MASTER_PORT``, ``DDPKIT_*``, ...) while the session started or
+collected (a test's own session would read its own value: :func:`watch_environment`), the
+session is not the first of its process (pytester's in-process runs), or collection ran off the
+main thread; later, for a test whose environment
 differs from the parent's at the fork (a session fixture exported a variable), and after the
 session's zygote died (the parent has run tests since: it is no longer what collection left).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -37,18 +41,33 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
 from ddpkit.ranks.scratch import make_private_dir
 from ddpkit.testing import leaks
 from ddpkit.testing.preload import fork_hazard, native_threads
-from ddpkit.testing.worker import ForkRequest, become_test_process, die_with, exit_now, stdio_to
+from ddpkit.testing.worker import (
+    PER_TEST_PREFIXES,
+    PER_TEST_VARIABLES,
+    ForkRequest,
+    become_test_process,
+    die_with,
+    exit_now,
+    stdio_to,
+)
 from ddpkit.testing.zygote import Zygote, ZygoteError
 from ddpkit.testing.zygote_server import MAX_MESSAGE, Server
 
-__all__ = ["Prepare", "fork_zygote", "note_configured", "why_not"]
+__all__ = [
+    "Prepare",
+    "fork_zygote",
+    "note_configured",
+    "stop_watching",
+    "watch_environment",
+    "why_not",
+]
 
 #: What the plugin does in a test's process before the item runs: what its ``pytest_configure``
 #: and collection hooks do in a test's own interpreter (ddpkit's child role, the timeout).
@@ -69,10 +88,82 @@ def note_configured(config: pytest.Config) -> None:
     config.stash[_FIRST_SESSION] = _configured == 1
 
 
+# Readers whose reads of a per-test variable are not the test's: pytest (it sets
+# PYTEST_CURRENT_TEST and reads it back at run time) and ddpkit, which reads its own variables to
+# learn its role and makes that role anew in each test's process.
+_OWN_READERS = frozenset({"ddpkit", "_pytest", "pytest", "pluggy"})
+# Frames between a reader and the read: os.getenv, Mapping.get, this module.
+_PASSING = frozenset({"os", "collections.abc", "_collections_abc", __name__})
+
+
+class _WatchedEnviron(os._Environ):
+    """``os.environ`` while the parent session starts and collects: the same variables; the
+    first read of a per-test variable by anyone else is noted (module, variable)."""
+
+    def __init__(self, real: Any) -> None:
+        super().__init__(
+            real._data, real.encodekey, real.decodekey, real.encodevalue, real.decodevalue
+        )
+        self.real = real
+        self.read: tuple[str, str] | None = None
+        self.active = True
+
+    def _note(self, key: object) -> None:
+        if not self.active or self.read is not None or not isinstance(key, str):
+            return
+        if key not in PER_TEST_VARIABLES and not key.startswith(PER_TEST_PREFIXES):
+            return
+        frame: Any = sys._getframe(2)
+        while frame is not None and frame.f_globals.get("__name__") in _PASSING:
+            frame = frame.f_back
+        reader = "?" if frame is None else str(frame.f_globals.get("__name__", "?"))
+        if reader.partition(".")[0] not in _OWN_READERS:
+            self.read = (reader, key)
+
+    def __getitem__(self, key: str) -> str:
+        self._note(key)
+        return super().__getitem__(key)  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        self._note(key)
+        return super().__contains__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._note(key)
+        return super().get(key, default)
+
+
+_watched: _WatchedEnviron | None = None
+
+
+def watch_environment() -> None:
+    """From the plugin's import until the fork: note a read of a per-test variable. A module
+    that took ``os.environ`` before (``from os import environ``) is not watched."""
+    global _watched
+    if _watched is None:
+        _watched = _WatchedEnviron(os.environ)
+        os.environ = _watched  # noqa: B003 (the same variables, reads noted)
+
+
+def stop_watching() -> tuple[str, str] | None:
+    """Put ``os.environ`` back; the (module, variable) of the read noted, if one was."""
+    global _watched
+    watched, _watched = _watched, None
+    if watched is None:
+        return None
+    watched.active = False  # a module may keep a reference: it reads the same variables
+    if os.environ is watched:
+        os.environ = watched.real  # noqa: B003
+    return watched.read
+
+
 def why_not(config: pytest.Config) -> str | None:
     """Why this pytest process cannot be forked into the zygote now, or None."""
     if not config.stash.get(_FIRST_SESSION, False):
         return "another pytest session ran in this process first"
+    read = stop_watching()
+    if read is not None:
+        return f"{read[0]} read {read[1]} while the session collected (each test's own value)"
     if threading.current_thread() is not threading.main_thread():
         return "collection ran off the main thread"
     hazard = fork_hazard(_BASELINE_THREADS)
@@ -124,7 +215,13 @@ def fork_zygote(session: pytest.Session, prepare: Prepare, env: Mapping[str, str
         if stream is not None:
             stream.flush()  # else the zygote would write the parent's pending output again
     parent = os.getpid()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
     if pid == 0:
         ours.close()
         _zygote(theirs, directory / "zygote.log", parent, session.config, items, prepare)
