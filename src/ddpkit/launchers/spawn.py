@@ -23,14 +23,14 @@ from typing import Any, TypeVar
 
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
-from ddpkit.launchers.ending import POLL_SECONDS, first_failure
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
-from ddpkit.launchers.handles import ProcessHandle
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
+from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
+from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
