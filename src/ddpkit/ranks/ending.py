@@ -26,9 +26,9 @@ from ddpkit.ranks.errorfile import ErrorRecord, raised
 from ddpkit.ranks.handles import RankHandle
 from ddpkit.utilities import procs
 
+# The timing constants are importable too; __all__ leaves them out, as elsewhere in ddpkit,
+# because ruff and tests/test_public_api.py sort SCREAMING_CASE names differently.
 __all__ = [
-    "GRACE_SECONDS",
-    "POLL_SECONDS",
     "Blame",
     "Ending",
     "RecordOf",
