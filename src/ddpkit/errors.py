@@ -74,9 +74,12 @@ class RankFailure:
 
     @property
     def how(self) -> str:
-        """One phrase: 'exit code 1', 'killed by signal SIGKILL', or the note."""
-        if self.note:
-            return self.note
+        """One phrase: the note, else the exit status ('exit code 1', 'killed by signal ...')."""
+        return self.note or self.exit_status
+
+    @property
+    def exit_status(self) -> str:
+        """'exit code 1', 'killed by signal SIGTERM', or 'failed' for the reporting process."""
         name = self.signal_name
         if name == "SIGKILL":
             # Nothing in the rank could report it: say who usually sends it.

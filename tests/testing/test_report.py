@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ddpkit.ranks.ending import Ending
 from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.report import distributed_reports, standalone_reports
 from ddpkit.testing.rootcause import judge
@@ -15,6 +16,9 @@ from ddpkit.testing.supervise import JobEnd, ProcessEnd
 from ddpkit.testing.worker import ProcessRecord
 
 SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
+#: What the parent's Job says of a process it ended, in the launchers' words (ranks.ending).
+AT_TIMEOUT = Ending("at the test's timeout (7 s)", 0.0, frozenset({1}), frozenset({1})).note(1)
+AFTER_FAILURE = Ending("after rank 1 failed", 2.0, frozenset({1})).note(1)
 
 
 def rep(when: str, outcome: str, longrepr: Any = None, stop: float = 0.0, **extra: Any) -> Any:
@@ -37,7 +41,7 @@ def proc(
     *,
     exitcode: int | None = 0,
     direct: bool = True,
-    ended_by_ddpkit: bool = False,
+    ended: str = "",
     arrived: bool = True,
     ended_at: float = 100.0,
     output: str = "",
@@ -51,8 +55,8 @@ def proc(
         )  # fmt: skip
     return ProcessEnd(
         rank=rank, pid=1000 + rank, direct=direct, exitcode=exitcode, record=record,
-        ended_by_ddpkit=ended_by_ddpkit, ended_at=ended_at, log=Path("l"), output=output,
-        stacks=stacks,
+        ended_by_ddpkit=bool(ended), ended_at=ended_at, log=Path("l"), output=output,
+        stacks=stacks, ended_how=ended,
     )  # fmt: skip
 
 
@@ -148,7 +152,7 @@ def test_on_a_timeout_the_rank_outside_every_collective_is_the_root_cause(
     stacks = [IN_BARRIER, IN_BARRIER]
     stacks[sleeper] = SLEEPING
     end = job(
-        *(proc(r, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=stacks[r])
+        *(proc(r, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, stacks=stacks[r])
           for r in (0, 1)),
         timed_out=True,
     )  # fmt: skip
@@ -161,12 +165,13 @@ def test_on_a_timeout_the_rank_outside_every_collective_is_the_root_cause(
         "barrier)."
     )
     assert (
-        f"--- rank {sleeper} (pid {1000 + sleeper}): still running at the timeout, outside any "
-        "collective (test_hang.py:7 in test_hang); ended by ddpkit (root cause) ---"
+        f"--- rank {sleeper} (pid {1000 + sleeper}): still running, outside any collective "
+        "(test_hang.py:7 in test_hang); killed by ddpkit (SIGKILL) at the test's timeout (7 s) "
+        "(root cause) ---"
     ) in text
     assert (
-        f"--- rank {waiter} (pid {1000 + waiter}): waiting in barrier at the timeout; ended by "
-        "ddpkit ---"
+        f"--- rank {waiter} (pid {1000 + waiter}): waiting in barrier; killed by ddpkit (SIGKILL) "
+        "at the test's timeout (7 s) ---"
     ) in text
 
 
@@ -175,8 +180,8 @@ def test_on_a_timeout_with_every_rank_in_a_collective_the_mismatch_is_named(
 ) -> None:
     all_reduce = IN_BARRIER.replace("in barrier", "in all_reduce")
     end = job(
-        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=all_reduce),
-        proc(1, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, stacks=IN_BARRIER),
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, stacks=all_reduce),
+        proc(1, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, stacks=IN_BARRIER),
         timed_out=True,
     )
     text = text_of(distributed_reports(item, SPEC, end, deserialize))
@@ -188,8 +193,8 @@ def test_on_a_timeout_with_every_rank_in_a_collective_the_mismatch_is_named(
 
 def test_a_rank_that_never_arrived_is_named_first_on_a_timeout(item: pytest.Item) -> None:
     end = job(
-        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, output="waiting"),
-        proc(1, [], exitcode=-9, ended_by_ddpkit=True, arrived=False, output="importing...",
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, output="waiting"),
+        proc(1, [], exitcode=-9, ended=AT_TIMEOUT, arrived=False, output="importing...",
              stacks='Current thread 0x1 (most recent call first):\n  File "t.py", line 3 in <module>'),
         timed_out=True,
     )  # fmt: skip
@@ -199,29 +204,33 @@ def test_a_rank_that_never_arrived_is_named_first_on_a_timeout(item: pytest.Item
         "rank. Root cause: rank 1.\nRank 1 never arrived: it did not reach init_process_group"
     )
     assert (
-        "--- rank 1 (pid 1001): never arrived: it did not reach init_process_group (root "
-        "cause) ---\nlast lines of output:\n    importing...\nPython stacks" in text
+        "--- rank 1 (pid 1001): never arrived: it did not reach init_process_group; killed by "
+        "ddpkit (SIGKILL) at the test's timeout (7 s) (root cause) ---\nlast lines of output:\n"
+        "    importing...\nPython stacks" in text
     )
-    assert "--- rank 0 (pid 1000): still running at the timeout; ended by ddpkit ---" in text
+    assert (
+        "--- rank 0 (pid 1000): still running; killed by ddpkit (SIGKILL) at the test's timeout "
+        "(7 s) ---"
+    ) in text
 
 
 def test_a_rank_ended_after_the_root_cause_is_a_consequence(item: pytest.Item) -> None:
     end = job(
-        proc(0, [rep("setup", "passed")], exitcode=-15, ended_by_ddpkit=True),
+        proc(0, [rep("setup", "passed")], exitcode=-15, ended=AFTER_FAILURE),
         proc(1, failed("E   boom", stop=1.0), exitcode=1),
     )
     verdicts = [judge(p, deserialize_all(p), timed_out=False) for p in end.processes]
     assert [v.status for v in verdicts] == ["ended", "failed"]
     text = text_of(distributed_reports(item, SPEC, end, deserialize))
     assert "failed on 1 of 2 ranks" in text
-    assert "--- rank 0 (pid 1000): ended by ddpkit after the root cause failed ---" in text
+    assert "--- rank 0 (pid 1000): ended by ddpkit (SIGTERM) after rank 1 failed ---" in text
 
 
 def test_a_rank_that_crashed_without_a_report(item: pytest.Item) -> None:
     end = job(proc(0, passed()), proc(1, None, exitcode=-11, output="Segmentation fault"))
     text = text_of(distributed_reports(item, SPEC, end, deserialize))
     assert (
-        "--- rank 1 (pid 1001): was killed by SIGSEGV before it finished the test (it never "
+        "--- rank 1 (pid 1001): killed by signal SIGSEGV before it finished the test (it never "
         "reached init_process_group) (root cause) ---\nlast lines of output:\n    "
         "Segmentation fault" in text
     )
@@ -249,8 +258,8 @@ def test_standalone_relays_the_interpreters_reports(item: pytest.Item) -> None:
 
 def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
     end = job(
-        proc(0, [rep("setup", "passed")], exitcode=-9, ended_by_ddpkit=True, output="r0 waits"),
-        proc(1, [rep("setup", "passed")], direct=False, exitcode=None, ended_by_ddpkit=True,
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, output="r0 waits"),
+        proc(1, [rep("setup", "passed")], direct=False, exitcode=None, ended=AT_TIMEOUT,
              output="r1 waits", stacks="Current thread 0x2 (most recent call first):"),
         timed_out=True,
     )  # fmt: skip
@@ -261,8 +270,14 @@ def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
     text = text_of(reports)
     assert text.startswith("standalone test timed out after 7 s; ddpkit ended its process tree "
                            "(pids 1000, 1001).")  # fmt: skip
-    assert "--- rank 0 (pid 1000) ---\nlast lines of output:\n    r0 waits" in text
-    assert "--- rank 1 (pid 1001) ---\nlast lines of output:\n    r1 waits\nPython stacks" in text
+    assert (
+        "--- rank 0 (pid 1000): killed by ddpkit (SIGKILL) at the test's timeout (7 s) ---\n"
+        "last lines of output:\n    r0 waits"
+    ) in text
+    assert (
+        "--- rank 1 (pid 1001): killed by ddpkit (SIGKILL) at the test's timeout (7 s) ---\n"
+        "last lines of output:\n    r1 waits\nPython stacks"
+    ) in text
 
 
 def test_standalone_interpreter_that_died_before_reporting(item: pytest.Item) -> None:
@@ -273,10 +288,10 @@ def test_standalone_interpreter_that_died_before_reporting(item: pytest.Item) ->
     )
     text = text_of(standalone_reports(item, end, deserialize))
     assert text.startswith(
-        "the standalone test's interpreter (pid 1000) exited with code 4 before it finished the "
-        "test.\n\n--- rank 0 (pid 1000) ---\nlast lines of output:\n    line 41\n"
+        "the standalone test's interpreter (pid 1000) ended before it finished the test (exit "
+        "code 4).\n\n--- rank 0 (pid 1000): exit code 4 ---\nlast lines of output:\n    line 41\n"
     )  # the last 60 lines
-    assert "    ERROR: not found: t.py::test_a\n\n--- rank 1 (pid 1001) ---\n" in text
+    assert "    ERROR: not found: t.py::test_a\n\n--- rank 1 (pid 1001): ended ---\n" in text
     assert text.endswith("last lines of output:\n    rank 1 said")
 
 
@@ -285,7 +300,7 @@ def test_standalone_a_rank_that_failed_fails_a_test_rank_zero_passed(item: pytes
     reports = standalone_reports(item, end, deserialize)
     call = next(r for r in reports if r.when == "call")
     assert call.failed
-    assert call.longreprtext.startswith("--- rank 1 (pid 1001) failed in call ---\nE   rank 1 saw")
+    assert call.longreprtext.startswith("--- rank 1 (pid 1001): failed in call ---\nE   rank 1 saw")
 
 
 def test_standalone_a_rank_that_ran_other_tests(item: pytest.Item) -> None:
@@ -295,7 +310,7 @@ def test_standalone_a_rank_that_ran_other_tests(item: pytest.Item) -> None:
     other[1].nodeid = "t.py::test_b"
     end = job(proc(0, passed()), proc(1, other, direct=False))
     text = text_of(standalone_reports(item, end, deserialize))
-    assert "--- rank 1 (pid 1001) ran other tests too: t.py::test_b ---" in text
+    assert "--- rank 1 (pid 1001): ran other tests too: t.py::test_b ---" in text
 
 
 def test_standalone_leftover_processes_fail_an_xfail_too(item: pytest.Item) -> None:

@@ -33,9 +33,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ddpkit.errors import ChildFailedError, LaunchError
-from ddpkit.launchers.ending import POLL_SECONDS, first_failure
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
-from ddpkit.launchers.handles import PopenHandle
 from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
 from ddpkit.launchers.report import first_line
 from ddpkit.launchers.script_watch import ChildWatch
@@ -49,7 +47,9 @@ from ddpkit.launchers.supervisor import (
     Supervisor,
 )
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
+from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs

@@ -8,17 +8,17 @@ import sys
 import time
 from typing import Protocol
 
-from ddpkit.launchers.ending import (
+from ddpkit.launchers.interrupter import StageInterrupter
+from ddpkit.launchers.signals import SignalFlag
+from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
+from ddpkit.ranks.ending import (
     GRACE_SECONDS,
     POLL_SECONDS,
     STALL_GATHER_SECONDS,
     RecordOf,
     first_failure,
 )
-from ddpkit.launchers.handles import RankHandle
-from ddpkit.launchers.interrupter import StageInterrupter
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
+from ddpkit.ranks.handles import RankHandle
 
 __all__ = ["ChildWatch", "WatchedJob"]
 

@@ -23,18 +23,18 @@ from typing import Any, TypeVar
 
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
-from ddpkit.launchers.ending import POLL_SECONDS, first_failure
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
-from ddpkit.launchers.handles import ProcessHandle
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
+from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
+from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
-from ddpkit.ranks.scratch import make_private_dir, open_private, sweep_stale_dirs
+from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
@@ -107,8 +107,7 @@ def _spawned_rank(
         if plugin.global_rank == 0:
             import torch
 
-            with open_private(result_file) as fh:
-                torch.save(result, fh)
+            write_private(result_file, lambda fh: torch.save(result, fh))
     except BaseException as exc:
         report_rank_failure(env[ENV_ERROR_FILE], exc)
         raise
@@ -184,8 +183,7 @@ class SpawnLauncher(Launcher):
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
             # child drains only after importing the main module (torch: seconds), so a payload
             # larger than the pipe (the data set) would start the ranks one by one.
-            with open_private(tmpdir / "payload.pkl") as fh:
-                fh.write(payload)
+            write_private(tmpdir / "payload.pkl", payload)
             if self.plugin.node_rank == 0:
                 # Bound before any rank starts and handed open to rank 0's store: no window for
                 # another process to take the port, and a busy MASTER_PORT fails before a rank

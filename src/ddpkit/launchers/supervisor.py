@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ddpkit.errors import ChildFailedError, RankFailure
-from ddpkit.launchers.ending import RecordOf, choose_root, end_all
-from ddpkit.launchers.handles import RankHandle
 from ddpkit.launchers.report import report_interrupt
 from ddpkit.launchers.signals import exit_exception
+from ddpkit.ranks.ending import RecordOf, choose_root, end_all
+from ddpkit.ranks.handles import RankHandle
 from ddpkit.ranks.stall import StallReport
 
 __all__ = [

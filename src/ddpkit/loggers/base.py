@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from ddpkit.utilities.files import atomic_write
+
 __all__ = [
     "DummyExperiment",
     "FolderLogger",
@@ -207,6 +209,5 @@ def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> No
     atomically."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, target)
+    text = json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n"
+    atomic_write(target, text.encode())

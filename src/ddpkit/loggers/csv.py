@@ -23,6 +23,7 @@ from ddpkit.loggers.base import (
     scalar,
     write_hparams,
 )
+from ddpkit.utilities.files import atomic_write
 
 __all__ = ["CSVLogger", "ExperimentWriter"]
 
@@ -71,9 +72,7 @@ class ExperimentWriter:
         writer.writerows(self.metrics)
         target = Path(self.metrics_file_path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(buf.getvalue())
-        os.replace(tmp, target)
+        atomic_write(target, buf.getvalue().encode())
 
 
 class CSVLogger(FolderLogger):

@@ -23,16 +23,17 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ddpkit.utilities.files import atomic_write
 from ddpkit.utilities.procs import read_proc
 
 __all__ = [
     "OWNER_FILE",
     "PREFIX",
     "make_private_dir",
-    "open_private",
     "sweep_stale_dirs",
     "write_private",
 ]
@@ -43,28 +44,20 @@ PREFIX = "ddpkit-"
 OWNER_FILE = "owner"
 #: more than any owner file holds; a bigger one is not ours
 _OWNER_MAX_BYTES = 4096
-# O_NOFOLLOW: a symlink planted where a file is expected is an error, not a redirection.
+# O_NOFOLLOW: a symlink planted where the directory or its owner file is expected is an error,
+# not a redirection.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def open_private(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open ``path`` for writing, created 0600 (truncated if it exists), never through a
-    symlink. Every file of the scratch directory is written through this: the directory is
-    0700, and its files are 0600 as well, whatever the umask."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC
-    fd = os.open(path, flags, 0o600)
-    return os.fdopen(fd, "wb")
-
-
-def write_private(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` (0600) under another name, then rename it into place: a reader
-    (the supervisor, a sweep) sees the old file or the whole new one, never half of it."""
-    partial = f"{os.fspath(path)}.tmp"
-    with open_private(partial) as fh:
-        fh.write(data)
-    os.replace(partial, path)
+def write_private(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO], object]) -> None:
+    """Write ``data`` (bytes, or a function that writes into the open file) to ``path``, 0600
+    whatever the umask, with ddpkit's one atomic write: a reader (the supervisor, a sweep) sees
+    the old file or the whole new one, never half of it, and a symlink planted at ``path`` is
+    replaced, never written through. Every file of the scratch directory is written this way:
+    the directory is 0700, and its files are 0600 as well."""
+    atomic_write(path, data, private=True)
 
 
 def _read_first_line(path: str) -> str | None:

@@ -22,7 +22,7 @@ from ddpkit.testing.rootcause import (
     describe,
     finished,
     first_failure,
-    how_it_exited,
+    heading,
     judge,
     output_block,
     root_note,
@@ -92,7 +92,7 @@ def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
     if extra:
         lines.append(extra)
     for p in end.processes:
-        lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{output_block(p)}")
+        lines.append(f"\n{heading(p)}\n{output_block(p)}")
     return "\n".join(lines)
 
 
@@ -100,20 +100,19 @@ def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestRep
     """Why a rank the test started makes the test fail ('' when it does not)."""
     failure = first_failure(reports)
     if failure is not None:
-        return (
-            f"--- rank {p.rank} (pid {p.pid}) failed in {failure.when} ---\n{failure.longreprtext}"
-        )
+        return f"{heading(p, f'failed in {failure.when}')}\n{failure.longreprtext}"
     others = sorted({r.nodeid for r in reports} - {item.nodeid})
     if others:
+        ran = f"ran other tests too: {', '.join(others)}"
         return (
-            f"--- rank {p.rank} (pid {p.pid}) ran other tests too: {', '.join(others)} ---\n"
+            f"{heading(p, ran)}\n"
             f"Fix: start ranks of this test with the test's own command line (DDPPlugin does)."
         )
     if not finished(reports):
-        fate = (
-            "was ended by ddpkit" if p.ended_by_ddpkit else "ended"
-        ) + " before it finished the test"
-        return f"--- rank {p.rank} (pid {p.pid}) {fate} ---\n{output_block(p, CRASH_LINES)}"
+        # ended by ddpkit: the launchers' words for it, then when
+        fate = f"{p.ended_how}, before" if p.ended_how else "ended before"
+        fate += " it finished the test"
+        return f"{heading(p, fate)}\n{output_block(p, CRASH_LINES)}"
     return ""
 
 
@@ -127,11 +126,11 @@ def standalone_reports(
     reports = _reports(direct, deserialize)
     if not finished(reports):
         lines = [
-            f"the standalone test's interpreter (pid {direct.pid}) {how_it_exited(direct)} "
-            f"before it finished the test."
+            f"the standalone test's interpreter (pid {direct.pid}) ended before it finished "
+            f"the test ({direct.fate.how})."
         ]
         for p in end.processes:
-            lines.append(f"\n--- rank {p.rank} (pid {p.pid}) ---\n{output_block(p, CRASH_LINES)}")
+            lines.append(f"\n{heading(p)}\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
     problems = []
     for p in end.processes[1:]:
@@ -140,8 +139,8 @@ def standalone_reports(
             problems.append(problem)
     if direct.exitcode not in (0, None) and first_failure(reports) is None:
         problems.append(
-            f"--- the test finished, but its interpreter (pid {direct.pid}) "
-            f"{how_it_exited(direct)} ---\n{output_block(direct, CRASH_LINES)}"
+            f"the test finished, but its interpreter did not end well:\n{heading(direct)}\n"
+            f"{output_block(direct, CRASH_LINES)}"
         )
     if end.leftover:
         problems.append(_leftover_text(end))

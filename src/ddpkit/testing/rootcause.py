@@ -7,13 +7,16 @@ process group at all. A rank whose collective failed because a peer went away ("
 by peer") failed *because of* another: it is a consequence, shown with a short traceback (its own
 test's frames and the error's first line), and the rank that failed on its own comes first.
 
-Order of blame: never arrived; failed on its own or crashed (the earliest first); still running
-outside any collective at the timeout; still running, stacks unknown; inside a collective or lost
-its peer; ended by ddpkit after the root cause; finished.
+The order of blame is the launchers' (:class:`~ddpkit.ranks.ending.Blame`): never arrived;
+failed on its own or crashed (the earliest first); still running outside any collective at the
+timeout; still running, stacks unknown; inside a collective or lost its peer; ended by ddpkit
+after the root cause; finished. Each rank's section starts with the line a launcher prints for a
+rank (:meth:`~ddpkit.errors.RankFailure.line`): ``rank 1 (pid 4242): exit code 1``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import textwrap
@@ -23,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from ddpkit.ranks.ending import Blame
 from ddpkit.testing.supervise import ProcessEnd
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "collective_of",
     "describe",
     "first_failure",
+    "heading",
     "judge",
     "output_block",
     "short_traceback",
@@ -76,17 +81,11 @@ def output_block(end: ProcessEnd, lines: int = TIMEOUT_LINES) -> str:
     return block
 
 
-def how_it_exited(end: ProcessEnd) -> str:
-    if end.exitcode is None:
-        return "ended"
-    if end.exitcode < 0:
-        import signal
-
-        try:
-            return f"was killed by {signal.Signals(-end.exitcode).name}"
-        except ValueError:
-            return f"was killed by signal {-end.exitcode}"
-    return f"exited with code {end.exitcode}"
+def heading(end: ProcessEnd, note: str | None = None, *, root: bool = False) -> str:
+    """'--- rank 1 (pid 4242): exit code 1 ---': the line a launcher prints for a rank, as the
+    head of its section; ``note`` says how it ended in place of its own fate."""
+    fate = end.fate if note is None else dataclasses.replace(end.fate, note=note)
+    return f"--- {fate.line()}{' (root cause)' if root else ''} ---"
 
 
 def collective_of(stacks: str) -> str | None:
@@ -149,7 +148,7 @@ class RankVerdict:
     status: str
     """passed, skipped, xfailed, failed, lost peer, crashed, never arrived, outside,
     waiting, timed out, ended"""
-    order: tuple[int, float, int]
+    order: tuple[Blame, float, int]
 
     @property
     def bad(self) -> bool:
@@ -159,12 +158,12 @@ class RankVerdict:
 def _timed_out(end: ProcessEnd, reports: tuple[pytest.TestReport, ...]) -> RankVerdict:
     rank = end.rank
     if not end.arrived:
-        return RankVerdict(end, reports, "never arrived", (0, 0, rank))
+        return RankVerdict(end, reports, "never arrived", (Blame.NEVER_ARRIVED, 0, rank))
     if not end.stacks:
-        return RankVerdict(end, reports, "timed out", (3, 0, rank))
+        return RankVerdict(end, reports, "timed out", (Blame.UNKNOWN, 0, rank))
     if collective_of(end.stacks) is None:
-        return RankVerdict(end, reports, "outside", (2, 0, rank))
-    return RankVerdict(end, reports, "waiting", (4, 0, rank))
+        return RankVerdict(end, reports, "outside", (Blame.OUTSIDE, 0, rank))
+    return RankVerdict(end, reports, "waiting", (Blame.CONSEQUENCE, 0, rank))
 
 
 def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool) -> RankVerdict:
@@ -174,21 +173,22 @@ def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool
     failure = first_failure(reps)
     rank = end.rank
     if failure is not None:
+        when = failure.stop or end.ended_at
         if is_peer_loss(failure):
-            return RankVerdict(end, reps, "lost peer", (4, failure.stop or end.ended_at, rank))
-        return RankVerdict(end, reps, "failed", (1, failure.stop or end.ended_at, rank))
+            return RankVerdict(end, reps, "lost peer", (Blame.CONSEQUENCE, when, rank))
+        return RankVerdict(end, reps, "failed", (Blame.FAILED, when, rank))
     if finished(reps) and end.exitcode in (0, None):
         skipped = next((r for r in reps if r.skipped), None)
         if skipped is None:
             status = "passed"
         else:
             status = "xfailed" if hasattr(skipped, "wasxfail") else "skipped"
-        return RankVerdict(end, reps, status, (6, 0, rank))
+        return RankVerdict(end, reps, status, (Blame.FINISHED, 0, rank))
     if end.ended_by_ddpkit:
         if timed_out:
             return _timed_out(end, reps)
-        return RankVerdict(end, reps, "ended", (5, math.inf, rank))
-    return RankVerdict(end, reps, "crashed", (1, end.ended_at, rank))
+        return RankVerdict(end, reps, "ended", (Blame.ENDED, math.inf, rank))
+    return RankVerdict(end, reps, "crashed", (Blame.FAILED, end.ended_at, rank))
 
 
 def root_note(verdicts: Sequence[RankVerdict]) -> str:
@@ -210,31 +210,31 @@ def root_note(verdicts: Sequence[RankVerdict]) -> str:
     return ""
 
 
+def _note(v: RankVerdict) -> str:
+    """How one rank ended, for the head of its section."""
+    end = v.end
+    ended = end.ended_how or "ended by ddpkit"
+    failure = first_failure(v.reports)
+    if v.status in ("failed", "lost peer") and failure is not None:
+        lost = ", a consequence: its collective lost a peer" if v.status == "lost peer" else ""
+        return f"failed in {failure.when}{lost}"
+    if v.status == "crashed":
+        never = "" if end.arrived else " (it never reached init_process_group)"
+        return f"{end.fate.exit_status} before it finished the test{never}"
+    notes = {
+        "never arrived": f"never arrived: it did not reach init_process_group; {ended}",
+        "outside": f"still running, outside any collective ({_where(end.stacks)}); {ended}",
+        "waiting": f"waiting in {collective_of(end.stacks)}; {ended}",
+        "timed out": f"still running; {ended}",
+        "ended": ended + ("" if end.arrived else " (it had not reached init_process_group)"),
+    }
+    return notes.get(v.status, v.status)
+
+
 def describe(v: RankVerdict, root: bool) -> str:
     """The section of the report about one rank."""
-    end = v.end
-    head = f"--- rank {end.rank} (pid {end.pid}): "
+    head = heading(v.end, _note(v), root=root)
     failure = first_failure(v.reports)
-    heads = {
-        "never arrived": "never arrived: it did not reach init_process_group",
-        "outside": f"still running at the timeout, outside any collective "
-        f"({_where(end.stacks)}); ended by ddpkit",
-        "waiting": f"waiting in {collective_of(end.stacks)} at the timeout; ended by ddpkit",
-        "timed out": "still running at the timeout; ended by ddpkit",
-        "ended": "ended by ddpkit after the root cause failed"
-        + ("" if end.arrived else " (it had not reached init_process_group)"),
-    }
-    if v.status in ("failed", "lost peer") and failure is not None:
-        head += f"failed in {failure.when}"
-        if v.status == "lost peer":
-            head += ", a consequence: its collective lost a peer"
-    elif v.status == "crashed":
-        head += f"{how_it_exited(end)} before it finished the test"
-        if not end.arrived:
-            head += " (it never reached init_process_group)"
-    else:
-        head += heads.get(v.status, v.status)
-    head += " (root cause) ---" if root else " ---"
     if v.status == "lost peer" and failure is not None and not root:
         return f"{head}\n{indent(short_traceback(failure))}"
     if v.status in ("failed", "lost peer") and failure is not None:
@@ -242,4 +242,4 @@ def describe(v: RankVerdict, root: bool) -> str:
     if v.status in ("passed", "skipped", "xfailed"):
         return head
     lines = CRASH_LINES if v.status == "crashed" else TIMEOUT_LINES
-    return f"{head}\n{output_block(end, lines)}"
+    return f"{head}\n{output_block(v.end, lines)}"

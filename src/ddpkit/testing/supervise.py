@@ -2,6 +2,11 @@
 the warm-start zygote), watch them against the timeout, end the whole process tree, and gather
 what each process left.
 
+The parent supervises its processes as a launcher supervises its ranks, with the same code
+(:mod:`ddpkit.ranks.ending`): each process it started is a rank handle; the first failure, the
+timeout or an interrupt ends the job (:func:`~ddpkit.ranks.ending.end_job`), and how ddpkit ended
+each process is said in the launchers' words. The parent's own part: the stacks each process
+dumps before a timeout ends it, and the processes still running after every interpreter ended.
 Each process started for the test leads a session of its own, so every process the test starts
 (the ranks of a DDPPlugin Trainer, anything they start) can be found and ended, even after its
 parent died.
@@ -19,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ddpkit.errors import RankFailure
+from ddpkit.ranks.ending import Ending, end_job
+from ddpkit.ranks.handles import signal_group
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import procs
 
@@ -38,6 +46,8 @@ _PR_SET_PDEATHSIG = 1
 DUMP_SECONDS = 1.0
 #: After one rank fails, how long the others get to end on their own before they are ended.
 FAIL_GRACE_SECONDS = 5.0
+#: Then, how long they have between SIGTERM and SIGKILL (at a timeout: none, the stacks are in).
+END_GRACE_SECONDS = 2.0
 #: How many of its last lines of output a process's end keeps (a report shows fewer).
 TAIL_LINES = 100
 
@@ -129,10 +139,20 @@ class ProcessEnd:
     """The last :data:`TAIL_LINES` lines of its output (before its stack dump, on a timeout)."""
     stacks: str = ""
     """On a timeout: the Python stack of each of its threads when the parent ended it."""
+    ended_how: str = ""
+    """How ddpkit ended it, in the launchers' words (:meth:`~ddpkit.ranks.ending.Ending.note`);
+    '' when it ended on its own."""
 
     @property
     def arrived(self) -> bool:
         return self.record is not None and self.record.arrived
+
+    @property
+    def fate(self) -> RankFailure:
+        """How it ended, as a launcher reports a rank: ``fate.line()`` is 'rank 1 (pid 4242):
+        exit code 1'. A process the parent did not start has no exit status it can read."""
+        note = self.ended_how or ("" if self.direct else "ended")
+        return RankFailure(rank=self.rank, pid=self.pid, exitcode=self.exitcode, note=note)
 
 
 @dataclass(frozen=True)
@@ -162,10 +182,25 @@ class TestProcess(Protocol):
 
 @dataclass
 class _Started:
+    """A process the parent started: a :class:`~ddpkit.ranks.handles.RankHandle`, for
+    :func:`~ddpkit.ranks.ending.end_job` to end."""
+
     rank: int
     proc: TestProcess
     log: Path
     ended_at: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def send_signal(self, sig: int) -> None:
+        # poll() first: once the process is reaped its pid may belong to someone else.
+        if self.proc.poll() is None:
+            signal_group(self.proc.pid, sig)  # it leads its session, and so its group
 
 
 class Job:
@@ -176,9 +211,12 @@ class Job:
         self.directory = directory
         self._idle = idle
         self._started: list[_Started] = []
-        self._ended_by_us: set[int] = set()
+        #: how the parent ended the job (the first time it did); None while nothing was ended
+        self._ending: Ending | None = None
+        #: processes found still running after every interpreter had ended: pid -> command
+        self._leftover: dict[int, str] = {}
         # pid -> the size of its log just before it was asked to dump its stacks
-        self._dumped_at: dict[int, tuple[Path, int]] = {}
+        self._dumped_at: dict[int, int] = {}
 
     def start(
         self,
@@ -216,7 +254,7 @@ class Job:
         whole tree is ended, after each process dumped its stacks), or ``fail_grace`` seconds
         after one of them failed (then the others are ended)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        failed_at: float | None = None
+        failed: tuple[_Started, float] | None = None  # the first that failed, and when
         timed_out = False
         try:
             while True:
@@ -224,32 +262,31 @@ class Job:
                 for s in self._started:
                     if s.ended_at is None and s.proc.poll() is not None:
                         s.ended_at = time.time()
-                        if failed_at is None and not self._passed(s):
-                            failed_at = now
+                        if failed is None and not self._passed(s):
+                            failed = (s, now)
                 if all(s.ended_at is not None for s in self._started):
                     break
-                if failed_at is not None and now - failed_at >= fail_grace:
-                    self._end_tree(dump=False)
-                    continue
-                if deadline is not None and now >= deadline:
+                if failed is not None and now - failed[1] >= fail_grace:
+                    self._end(f"after rank {failed[0].rank} failed", dump=False)
+                elif deadline is not None and now >= deadline:
                     timed_out = True
-                    self._end_tree(dump=True)
-                    continue
-                self._idle(_POLL_SECONDS)
+                    self._end(f"at the test's timeout ({timeout:g} s)", dump=True)
+                else:
+                    self._idle(_POLL_SECONDS)
         except BaseException:  # Ctrl-C or the suite's own timeout: leave nothing behind
-            self._end_tree(dump=False)
+            self._end("after the test run was interrupted", dump=False)
             raise
-        leftover = self._end_leftovers()
+        self._end_leftovers()
         return JobEnd(
             processes=self._gather(),
             timed_out=timed_out,
             timeout=timeout,
-            leftover=tuple(leftover),
+            leftover=tuple(f"{pid}: {command}" for pid, command in self._leftover.items()),
         )
 
     def kill(self) -> None:
         """End every process of the job now (a start that failed half-way)."""
-        self._end_tree(dump=False)
+        self._end("after the test's start failed", dump=False)
 
     def _passed(self, s: _Started) -> bool:
         """An interpreter that ended with exit status 0 and no report other than 'passed'."""
@@ -258,25 +295,26 @@ class Job:
         record = read_records(self.directory).get(s.proc.pid)
         return record is not None and all(r.get("outcome") == "passed" for r in record.reports)
 
-    def _end_tree(self, *, dump: bool) -> None:
-        running = procs.tree(self.pids)
-        self._ended_by_us |= running
+    def _end(self, reason: str, *, dump: bool) -> None:
+        """End the whole tree as a launcher ends its ranks; at a timeout each process first
+        dumps its stacks, and then there is no grace (the stacks say where it hung)."""
         if dump:
-            records = read_records(self.directory)
-            for pid in sorted(running & set(records)):
-                log = self._log_of(pid, records[pid])
-                self._dumped_at[pid] = (log, _size(log))
-                procs.send_signal(pid, DUMP_SIGNAL)
-            time.sleep(DUMP_SECONDS)
-            procs.end_processes(procs.tree(self.pids), grace=0)
-        else:
-            procs.end_processes(running, grace=2.0)
-        # Processes in the tree may have started more while we looked; a second pass ends them.
-        procs.end_processes(procs.tree(self.pids), grace=0)
+            self._dump_stacks()
+        ending = end_job(self._started, reason=reason, grace=0.0 if dump else END_GRACE_SECONDS)
+        if self._ending is None:  # the first end names the reason; a later one only mops up
+            self._ending = ending
         for s in self._started:
             s.proc.wait()
             if s.ended_at is None:
                 s.ended_at = time.time()
+
+    def _dump_stacks(self) -> None:
+        running = procs.tree(self.pids)
+        records = read_records(self.directory)
+        for pid in sorted(running & set(records)):
+            self._dumped_at[pid] = _size(self._log_of(pid, records[pid]))
+            procs.send_signal(pid, DUMP_SIGNAL)
+        time.sleep(DUMP_SECONDS)
 
     def _log_of(self, pid: int, record: ProcessRecord) -> Path:
         for s in self._started:
@@ -288,53 +326,56 @@ class Job:
         """(last lines of output, condensed stacks) of ``pid``."""
         if pid not in self._dumped_at:
             return tail(log), ""
-        _, offset = self._dumped_at[pid]
+        offset = self._dumped_at[pid]
         return tail(log, end=offset), _stacks(log, offset)
 
-    def _end_leftovers(self) -> list[str]:
+    def _end_leftovers(self) -> None:
+        """Processes of the tree still running once every interpreter ended: the test left
+        them behind (the report lists them), and they go too."""
         running = sorted(procs.tree(self.pids))
-        if not running:
-            return []
-        described = [f"{pid}: {procs.cmdline(pid) or '?'}" for pid in running]
-        self._ended_by_us |= set(running)
-        procs.end_processes(running, grace=1.0)
-        return described
+        self._leftover = {pid: procs.cmdline(pid) or "?" for pid in running}
+        if running:
+            procs.end_processes(running, grace=1.0)
+
+    def _ended_how(self, pid: int) -> str:
+        if self._ending is not None and (how := self._ending.note(pid)):
+            return how
+        if pid in self._leftover:
+            return "still running after the test's interpreters ended; ended by ddpkit"
+        return ""
+
+    def _process_end(
+        self,
+        rank: int,
+        pid: int,
+        log: Path,
+        *,
+        started: _Started | None,
+        record: ProcessRecord | None,
+    ) -> ProcessEnd:
+        output, stacks = self._output(pid, log)
+        how = self._ended_how(pid)
+        return ProcessEnd(
+            rank=rank,
+            pid=pid,
+            direct=started is not None,
+            exitcode=None if started is None else started.proc.returncode,
+            record=record,
+            ended_by_ddpkit=bool(how),
+            ended_at=time.time() if started is None else (started.ended_at or time.time()),
+            log=log,
+            output=output,
+            stacks=stacks,
+            ended_how=how,
+        )
 
     def _gather(self) -> tuple[ProcessEnd, ...]:
         records = read_records(self.directory)
-        ends: list[ProcessEnd] = []
-        for s in self._started:
-            pid = s.proc.pid
-            assert s.ended_at is not None
-            output, stacks = self._output(pid, s.log)
-            ends.append(
-                ProcessEnd(
-                    rank=s.rank,
-                    pid=pid,
-                    direct=True,
-                    exitcode=s.proc.returncode,
-                    record=records.pop(pid, None),
-                    ended_by_ddpkit=pid in self._ended_by_us,
-                    ended_at=s.ended_at,
-                    log=s.log,
-                    output=output,
-                    stacks=stacks,
-                )
-            )
+        ends = [
+            self._process_end(s.rank, s.pid, s.log, started=s, record=records.pop(s.pid, None))
+            for s in self._started
+        ]
         for pid, record in sorted(records.items(), key=lambda kv: (kv[1].rank, kv[0])):
-            output, stacks = self._output(pid, record.log)
-            ends.append(
-                ProcessEnd(
-                    rank=record.rank,
-                    pid=pid,
-                    direct=False,
-                    exitcode=None,
-                    record=record,
-                    ended_by_ddpkit=pid in self._ended_by_us,
-                    ended_at=time.time(),
-                    log=record.log,
-                    output=output,
-                    stacks=stacks,
-                )
-            )
+            end = self._process_end(record.rank, pid, record.log, started=None, record=record)
+            ends.append(end)
         return tuple(ends)

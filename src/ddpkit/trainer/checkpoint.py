@@ -10,7 +10,6 @@ which a resumed ``fit`` continues), the precision plugin's state and the ddpkit 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.state import LoopState
+from ddpkit.utilities.files import atomic_write
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = [
@@ -37,7 +37,8 @@ __all__ = [
 
 
 def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """``torch.save`` to a temporary file in the same folder, fsync, rename.
+    """``torch.save`` to a temporary file in the same folder, fsync, rename (ddpkit's one
+    atomic write, :func:`~ddpkit.utilities.files.atomic_write`).
 
     A crash at any point leaves either the previous file or the new one, never a truncated one
     (rename within one file system is atomic). The temporary file is removed when the save
@@ -47,25 +48,8 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-    except OSError:
-        return target
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return target
+    # private: a checkpoint has always been 0600 (it was written through mkstemp)
+    return atomic_write(target, lambda fh: torch.save(obj, fh), private=True, durable=True)
 
 
 def _hparams(obj: Any) -> dict[str, Any] | None:

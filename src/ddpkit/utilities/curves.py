@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.files import atomic_write
 
 __all__ = ["default_output", "plot_metrics", "read_metrics"]
 
@@ -142,10 +143,4 @@ def plot_metrics(
         ax.set_visible(False)
     fig.suptitle(str(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp, format=kind, dpi=100)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return atomic_write(target, lambda fh: fig.savefig(fh, format=kind, dpi=100))

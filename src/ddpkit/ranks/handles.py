@@ -1,4 +1,5 @@
-"""Handles on the rank processes a launcher started: poll them, signal them and their children.
+"""Handles on the rank processes a supervisor started (a launcher's ranks, an isolated test's
+interpreters): poll them, signal them and their children.
 
 Each rank leads its own process group (the terminal's Ctrl-C reaches the launcher only, which
 forwards it; ending the group also ends the rank's own children, such as data-loader workers).
@@ -11,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["PopenHandle", "ProcessHandle", "RankHandle"]
+__all__ = ["PopenHandle", "ProcessHandle", "RankHandle", "signal_group"]
 
 
 class RankHandle(Protocol):
@@ -27,7 +28,8 @@ class RankHandle(Protocol):
         """Signal the rank and its own children (its process group) while it runs."""
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def signal_group(pid: int, sig: int) -> None:
+    """Signal ``pid`` and, when it leads its own process group, the whole group."""
     try:
         if os.getpgid(pid) == pid:  # the rank leads its own process group
             os.killpg(pid, sig)
@@ -54,7 +56,7 @@ class PopenHandle:
     def send_signal(self, sig: int) -> None:
         # poll() first: once the rank is reaped its pid may belong to someone else.
         if self.proc.poll() is None:
-            _signal_group(self.proc.pid, sig)
+            signal_group(self.proc.pid, sig)
 
 
 @dataclass
@@ -74,4 +76,4 @@ class ProcessHandle:
 
     def send_signal(self, sig: int) -> None:
         if self.proc.exitcode is None:
-            _signal_group(self.proc.pid, sig)
+            signal_group(self.proc.pid, sig)

@@ -1,5 +1,7 @@
-"""All-or-nothing supervision on real processes: ending a rank ends its own children, a rank
-that ignores SIGTERM is killed, and the root cause is the rank that failed first on its own."""
+"""All-or-nothing supervision on real processes (:mod:`ddpkit.ranks.ending`, shared by the
+launchers and the test parent): ending a rank ends its own children, even one that left its
+group, a rank that ignores SIGTERM is killed, and the root cause is the rank that failed first on
+its own."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.ending import choose_root, end_all, first_failure
-from ddpkit.launchers.handles import PopenHandle
+from ddpkit.ranks.ending import choose_root, end_all, end_job, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, raised, read_error_file, write_error_file
+from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.utilities.procs import is_running
 
@@ -28,6 +30,8 @@ WITH_GRANDCHILD = (
     "print(g.pid, flush=True)\n"
     "while True: time.sleep(0.1)"
 )
+# A grandchild that leaves the rank's group (its own session): only the tree finds it.
+WITH_LOOSE_GRANDCHILD = WITH_GRANDCHILD.replace("'import time", "'import os, time\\nos.setsid()")
 IGNORES_SIGTERM = (
     "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\n"
     "while True: time.sleep(0.1)"
@@ -78,6 +82,23 @@ def test_ending_a_rank_ends_its_own_children(ranks: Ranks) -> None:
     fates = end_all([h], None, no_record, reason="after rank 0 failed")
     assert fates[0].exitcode == -signal.SIGTERM
     assert fates[0].note == "ended by ddpkit (SIGTERM) after rank 0 failed"
+    deadline = time.monotonic() + 10
+    while is_running(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not is_running(grandchild)
+
+
+def test_ending_a_rank_ends_a_child_that_left_its_group(ranks: Ranks) -> None:
+    h = ranks.start(WITH_LOOSE_GRANDCHILD, rank=1)
+    assert h.proc.stdout is not None
+    grandchild = int(h.proc.stdout.readline())
+    deadline = time.monotonic() + 10
+    while os.getpgid(grandchild) != grandchild and time.monotonic() < deadline:
+        time.sleep(0.05)  # until its setsid() has run
+    assert os.getpgid(grandchild) == grandchild  # out of the rank's group
+    ending = end_job([h], reason="after rank 0 failed")
+    assert {h.pid, grandchild} <= ending.terminated
+    assert ending.note(grandchild) == "ended by ddpkit (SIGTERM) after rank 0 failed"
     deadline = time.monotonic() + 10
     while is_running(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
