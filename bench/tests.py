@@ -225,8 +225,8 @@ def section(raw: dict[str, Any]) -> str:
         "",
         f"What one more 2-rank distributed test costs in a ddpkit session (its body is one "
         f"`all_reduce`, about a millisecond): (session of {n} − session of 1) / {n - 1} = "
-        f"{marginal.fmt('.3g', ' s')} (target ≤ 0.3 s). The zygote's start is paid once per "
-        f"session (and per pytest-xdist worker).",
+        f"{marginal.fmt('.3g', ' s')} (target ≤ 0.3 s). The zygote is the session itself, "
+        f"forked after collection (a fresh interpreter per pytest-xdist worker, started once).",
         "",
         "### `DDPSpawnPlugin(start_method='forkserver')`: process start → first step",
         "",
