@@ -8,11 +8,10 @@ forwards it; ending the group also ends the rank's own children, such as data-lo
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["PopenHandle", "ProcessHandle", "RankHandle", "signal_group"]
+__all__ = ["PopenHandle", "ProcessHandle", "RankHandle", "StartedProcess", "signal_group"]
 
 
 class RankHandle(Protocol):
@@ -39,12 +38,22 @@ def signal_group(pid: int, sig: int) -> None:
         pass
 
 
+class StartedProcess(Protocol):
+    """A process the supervisor started itself: a ``subprocess.Popen``, or a fork it watches
+    (an isolated test's process forked by the warm-start zygote)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+
 @dataclass
 class PopenHandle:
-    """A rank started with ``subprocess.Popen`` (it leads its own process group)."""
+    """A rank the supervisor started itself, leading its own process group."""
 
     rank: int
-    proc: subprocess.Popen[bytes]
+    proc: StartedProcess
 
     @property
     def pid(self) -> int:

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from ddpkit.errors import RankFailure
 from ddpkit.ranks.ending import Ending, end_job
-from ddpkit.ranks.handles import signal_group
+from ddpkit.ranks.handles import PopenHandle
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import procs
 
@@ -181,26 +181,13 @@ class TestProcess(Protocol):
 
 
 @dataclass
-class _Started:
-    """A process the parent started: a :class:`~ddpkit.ranks.handles.RankHandle`, for
-    :func:`~ddpkit.ranks.ending.end_job` to end."""
+class _Started(PopenHandle):
+    """A process the parent started: a rank handle (signalled with its group, for
+    :func:`~ddpkit.ranks.ending.end_job` to end), with its log and when it was seen to end."""
 
-    rank: int
     proc: TestProcess
     log: Path
     ended_at: float | None = None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def poll(self) -> int | None:
-        return self.proc.poll()
-
-    def send_signal(self, sig: int) -> None:
-        # poll() first: once the process is reaped its pid may belong to someone else.
-        if self.proc.poll() is None:
-            signal_group(self.proc.pid, sig)  # it leads its session, and so its group
 
 
 class Job:
