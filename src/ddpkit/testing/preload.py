@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-__all__ = ["PerTestVariable", "Preloaded", "candidates", "fork_hazard", "native_threads", "preload"]
+__all__ = [
+    "PerTestVariable",
+    "Preloaded",
+    "ReadEnviron",
+    "candidates",
+    "fork_hazard",
+    "native_threads",
+    "preload",
+]
 
 # Imported first: torch's native thread pools (OpenBLAS's) exist once it is imported; they are
 # fork-safe (pthread_atfork) and make the baseline the thread check counts from.
@@ -137,37 +145,52 @@ def fork_hazard(native_baseline: int) -> str | None:
     return None
 
 
-class _GuardedEnviron(os._Environ):
-    """``os.environ`` while the zygote preloads: the same variables, each read recorded, and a
-    read of a per-test variable stopped. Inactive afterwards (a module may keep a reference)."""
+class ReadEnviron(os._Environ):
+    """``os.environ``'s own variables (the same mapping, so a write reaches the real one), with
+    each read passed to :meth:`read` while :attr:`active`. Inactive once it is put back (a module
+    may keep a reference to it)."""
 
-    def __init__(self, real: Any, per_test: Collection[str], prefixes: tuple[str, ...]) -> None:
+    def __init__(self, real: Any) -> None:
         super().__init__(
             real._data, real.encodekey, real.decodekey, real.encodevalue, real.decodevalue
         )
-        self.per_test = frozenset(per_test)
-        self.prefixes = prefixes
-        self.reads: set[str] = set()
+        self.real = real
         self.active = True
 
-    def _check(self, key: object) -> None:
-        if not self.active or not isinstance(key, str):
-            return
-        if key in self.per_test or key.startswith(self.prefixes):
-            raise PerTestVariable(key)
-        self.reads.add(key)
+    def read(self, key: str) -> None:
+        """Called for every read of ``key`` while active."""
+
+    def _seen(self, key: object) -> None:
+        if self.active and isinstance(key, str):
+            self.read(key)
 
     def __getitem__(self, key: str) -> str:
-        self._check(key)
+        self._seen(key)
         return super().__getitem__(key)  # type: ignore[no-any-return]
 
     def __contains__(self, key: object) -> bool:
-        self._check(key)
+        self._seen(key)
         return super().__contains__(key)
 
     def get(self, key: str, default: Any = None) -> Any:
-        self._check(key)
+        self._seen(key)
         return super().get(key, default)
+
+
+class _GuardedEnviron(ReadEnviron):
+    """``os.environ`` while the zygote preloads: each read recorded, and a read of a per-test
+    variable stopped."""
+
+    def __init__(self, real: Any, per_test: Collection[str], prefixes: tuple[str, ...]) -> None:
+        super().__init__(real)
+        self.per_test = frozenset(per_test)
+        self.prefixes = prefixes
+        self.reads: set[str] = set()
+
+    def read(self, key: str) -> None:
+        if key in self.per_test or key.startswith(self.prefixes):
+            raise PerTestVariable(key)
+        self.reads.add(key)
 
 
 def _forget_broken(before: Collection[str]) -> None:

@@ -46,15 +46,14 @@ from typing import Any, NoReturn
 import pytest
 
 from ddpkit.ranks.scratch import make_private_dir
-from ddpkit.testing import leaks
-from ddpkit.testing.preload import fork_hazard, native_threads
+from ddpkit.testing import leaks, preload
+from ddpkit.testing.preload import ReadEnviron, fork_hazard, native_threads
 from ddpkit.testing.worker import (
-    PER_TEST_PREFIXES,
-    PER_TEST_VARIABLES,
     ForkRequest,
     become_test_process,
     die_with,
     exit_now,
+    is_per_test,
     stdio_to,
 )
 from ddpkit.testing.zygote import Zygote, ZygoteError
@@ -92,45 +91,29 @@ def note_configured(config: pytest.Config) -> None:
 # PYTEST_CURRENT_TEST and reads it back at run time) and ddpkit, which reads its own variables to
 # learn its role and makes that role anew in each test's process.
 _OWN_READERS = frozenset({"ddpkit", "_pytest", "pytest", "pluggy"})
-# Frames between a reader and the read: os.getenv, Mapping.get, this module.
-_PASSING = frozenset({"os", "collections.abc", "_collections_abc", __name__})
+# Frames between a reader and the read: os.getenv, Mapping.get, the environ classes.
+_PASSING = frozenset({"os", "collections.abc", "_collections_abc", __name__, preload.__name__})
 
 
-class _WatchedEnviron(os._Environ):
-    """``os.environ`` while the parent session starts and collects: the same variables; the
-    first read of a per-test variable by anyone else is noted (module, variable)."""
+class _WatchedEnviron(ReadEnviron):
+    """``os.environ`` while the parent session starts and collects: the first read of a per-test
+    variable by anyone else is noted (module, variable)."""
 
     def __init__(self, real: Any) -> None:
-        super().__init__(
-            real._data, real.encodekey, real.decodekey, real.encodevalue, real.decodevalue
-        )
-        self.real = real
-        self.read: tuple[str, str] | None = None
-        self.active = True
+        super().__init__(real)
+        self.noted: tuple[str, str] | None = None
 
-    def _note(self, key: object) -> None:
-        if not self.active or self.read is not None or not isinstance(key, str):
+    def read(self, key: str) -> None:
+        if self.noted is not None:
             return
-        if key not in PER_TEST_VARIABLES and not key.startswith(PER_TEST_PREFIXES):
+        if not is_per_test(key):
             return
-        frame: Any = sys._getframe(2)
+        frame: Any = sys._getframe(1)
         while frame is not None and frame.f_globals.get("__name__") in _PASSING:
             frame = frame.f_back
         reader = "?" if frame is None else str(frame.f_globals.get("__name__", "?"))
         if reader.partition(".")[0] not in _OWN_READERS:
-            self.read = (reader, key)
-
-    def __getitem__(self, key: str) -> str:
-        self._note(key)
-        return super().__getitem__(key)  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        self._note(key)
-        return super().__contains__(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._note(key)
-        return super().get(key, default)
+            self.noted = (reader, key)
 
 
 _watched: _WatchedEnviron | None = None
@@ -154,7 +137,7 @@ def stop_watching() -> tuple[str, str] | None:
     watched.active = False  # a module may keep a reference: it reads the same variables
     if os.environ is watched:
         os.environ = watched.real  # noqa: B003
-    return watched.read
+    return watched.noted
 
 
 def why_not(config: pytest.Config) -> str | None:

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from ddpkit.testing.worker import PER_TEST_PREFIXES, PER_TEST_VARIABLES
+from ddpkit.testing.worker import is_per_test
 from ddpkit.testing.zygote import Zygote, ZygoteError, ZygoteInfo
 
 __all__ = ["EARLY", "WarmStart", "zygote_environment"]
@@ -56,11 +56,7 @@ def _differs(info: ZygoteInfo, a: Mapping[str, str], b: Mapping[str, str]) -> li
     """The variables a test's environment ``b`` may not differ in from the zygote's ``a``."""
     keys: Collection[str] = info.reads
     if info.whole_env:
-        keys = {
-            k
-            for k in a.keys() | b.keys()
-            if k not in PER_TEST_VARIABLES and not k.startswith(PER_TEST_PREFIXES)
-        }
+        keys = {k for k in a.keys() | b.keys() if not is_per_test(k)}
     return sorted(k for k in keys if a.get(k) != b.get(k))
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "child_environment",
     "die_with",
     "exit_now",
+    "is_per_test",
     "read_records",
     "run_forked",
     "stdio_to",
@@ -92,6 +93,12 @@ PER_TEST_VARIABLES = frozenset(
     }
 )
 PER_TEST_PREFIXES = ("DDPKIT_",)
+
+
+def is_per_test(key: str) -> bool:
+    """Whether ``key`` is one of the variables that differ from one test process to the next."""
+    return key in PER_TEST_VARIABLES or key.startswith(PER_TEST_PREFIXES)
+
 
 #: On a timeout the parent sends this to every process of the test before killing it: each
 #: one dumps the Python stack of every thread into its output, which the report shows.
