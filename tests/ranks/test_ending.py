@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -70,6 +70,16 @@ def ranks() -> Iterator[Ranks]:
     r.close()
 
 
+def until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether ``condition`` holds within ``seconds`` (it is asked every 50 ms)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def no_record(rank: int) -> ErrorRecord | None:
     return None
 
@@ -82,27 +92,19 @@ def test_ending_a_rank_ends_its_own_children(ranks: Ranks) -> None:
     fates = end_all([h], None, no_record, reason="after rank 0 failed")
     assert fates[0].exitcode == -signal.SIGTERM
     assert fates[0].note == "ended by ddpkit (SIGTERM) after rank 0 failed"
-    deadline = time.monotonic() + 10
-    while is_running(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not is_running(grandchild)
+    assert until(lambda: not is_running(grandchild))
 
 
 def test_ending_a_rank_ends_a_child_that_left_its_group(ranks: Ranks) -> None:
     h = ranks.start(WITH_LOOSE_GRANDCHILD, rank=1)
     assert h.proc.stdout is not None
     grandchild = int(h.proc.stdout.readline())
-    deadline = time.monotonic() + 10
-    while os.getpgid(grandchild) != grandchild and time.monotonic() < deadline:
-        time.sleep(0.05)  # until its setsid() has run
-    assert os.getpgid(grandchild) == grandchild  # out of the rank's group
+    # Out of the rank's group, once its setsid() has run.
+    assert until(lambda: os.getpgid(grandchild) == grandchild)
     ending = end_job([h], reason="after rank 0 failed")
     assert {h.pid, grandchild} <= ending.terminated
     assert ending.note(grandchild) == "ended by ddpkit (SIGTERM) after rank 0 failed"
-    deadline = time.monotonic() + 10
-    while is_running(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not is_running(grandchild)
+    assert until(lambda: not is_running(grandchild))
 
 
 def test_a_rank_that_ignores_sigterm_is_killed_after_the_grace(ranks: Ranks) -> None:
