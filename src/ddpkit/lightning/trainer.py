@@ -153,6 +153,7 @@ class Trainer(pl.Trainer):
         """Before any rank starts: 1.x keyword names of the stage renamed (with a warning), the
         1.x Trainer keywords that act on the module applied, 1.x hooks checked, and the 1.x
         epoch-end hooks of the module carried for the length of the stage."""
+        quiet_tips()  # again: a warnings context around the constructor may have reset it
         for old, new in _STAGE_KEYWORDS[stage].items():
             if old in kwargs:
                 rank_zero_warn(
@@ -171,29 +172,21 @@ class Trainer(pl.Trainer):
                     obj.prepare_data_per_node = self._rewrite.prepare_data_per_node
         callbacks: list[Any] = self.callbacks  # type: ignore[attr-defined]  # set by Lightning
         check_hooks(model, callbacks)
+        self._manual_optimization(model)
         multi = stage == "fit" and is_1x_multi_optimizer(model)
         with (
             epoch_end_hooks(stage, model, callbacks),
             multi_optimizer_stage(self, model) if multi else contextlib.nullcontext(),
-            self._manual_optimization(model),
         ):
             yield bound
 
-    @contextlib.contextmanager
-    def _manual_optimization(self, model: Any) -> Iterator[None]:
-        """1.1–1.2's ``Trainer(automatic_optimization=False)``: the module's switch, for the
-        stage."""
-        if self._rewrite.automatic_optimization is None or not isinstance(
+    def _manual_optimization(self, model: Any) -> None:
+        """1.1–1.2's ``Trainer(automatic_optimization=False)``: the module's switch, which 1.x's
+        module read from its Trainer (and ``trainer.global_step`` reads it after ``fit``)."""
+        if self._rewrite.automatic_optimization is not None and isinstance(
             model, pl.LightningModule
         ):
-            yield
-            return
-        before = model.automatic_optimization
-        model.automatic_optimization = False
-        try:
-            yield
-        finally:
-            model.automatic_optimization = before
+            model.automatic_optimization = False
 
     def tune(
         self,

@@ -95,7 +95,9 @@ def _check_device_names(kwargs: Mapping[str, Any]) -> None:
         ("strategy", (*StrategyRegistry.available_strategies(), "auto")),
     ):
         value = kwargs.get(flag)
-        if not isinstance(value, str) or value.lower() in lightning_names:
+        # Lightning matches a strategy in any case, an accelerator exactly.
+        given = value.lower() if isinstance(value, str) and flag == "strategy" else value
+        if not isinstance(value, str) or given in lightning_names:
             continue
         names = sorted({*lightning_names, *_CONNECTOR_NAMES[flag]})
         hint = did_you_mean(value, names)

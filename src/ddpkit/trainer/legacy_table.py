@@ -171,7 +171,7 @@ DEVICE_ROWS: dict[str, Row] = {
         Row("gpus", "2.0", "a count, GPU ids or None", lambda v: True,
             lambda v: f"accelerator='gpu', devices={v!r}", 2, default=None, annotation=_DEVICES),
         Row("num_processes", "2.0", "a count or None", lambda v: True,
-            lambda v: f"accelerator='cpu', devices={v!r}", 2, default=None,
+            lambda v: f"accelerator='cpu', devices={v!r}", 2, default=None, noop=(1,),
             annotation=int | None),
     )
 }  # fmt: skip
@@ -184,7 +184,7 @@ ROWS: dict[str, Row] = {
             lambda v: f"trainer.fit(model, ckpt_path={str(v)!r})", "last.ckpt", default=None,
             annotation=str | Path | None),
         Row("progress_bar_refresh_rate", "1.7", "an int ≥ 0", _int(0), _progress, 0,
-            default=None, annotation=int | None),
+            default=None, noop=(1,), annotation=int | None),  # 1: Lightning's bar, every batch
         Row("process_position", "1.7", "an int ≥ 0", _int(0),
             lambda v: f"callbacks=[TQDMProgressBar(process_position={v})]", 1, default=0,
             annotation=int),
@@ -242,7 +242,7 @@ ROWS: dict[str, Row] = {
             lambda v: f"use_distributed_sampler={v}", False, default=True, annotation=bool),
         Row("reload_dataloaders_every_epoch", "1.6", "True or False", _bool,
             lambda v: "reload_dataloaders_every_n_epochs=1", True, default=False, annotation=bool),
-        Row("truncated_bptt_steps", "2.0", "None or an int ≥ 1", _int(1),
+        Row("truncated_bptt_steps", "1.5", "None or an int ≥ 1", _int(1),
             lambda v: "split the sequence in training_step, with manual optimization "
             "(self.automatic_optimization = False)", 4, default=None, noop=(0,),
             annotation=int | None,
@@ -269,7 +269,7 @@ ROWS: dict[str, Row] = {
             annotation=str | bool),
         # Kept by Lightning 2.x, with some 1.x values removed (check: a 1.x-only value).
         Row("accumulate_grad_batches", "2.0", "an int ≥ 1, a {epoch: factor} schedule or None",
-            _schedule, _accumulate, {0: 1, 4: 2}, noop=(None,), kept=True,
+            _schedule, _accumulate, {0: 1, 4: 2}, default=None, kept=True,  # 1.5–1.9's default
             annotation=int | dict[int, int] | None),
         Row("max_steps", "1.7", "an int ≥ -1 or None", lambda v: v is None,
             lambda v: "max_steps=-1", -1, noop=(None,), kept=True, annotation=int | None),
