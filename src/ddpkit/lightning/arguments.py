@@ -50,10 +50,11 @@ def _types(annotation: Any) -> tuple[Any, ...]:
 
 def get_init_arguments_and_types(cls: Any) -> list[tuple[str, tuple[Any, ...], Any]]:
     """``(name, types, default)`` of each argument of ``cls``'s signature."""
-    return [
-        (name, _types(p.annotation), p.default)
-        for name, p in inspect.signature(cls).parameters.items()
-    ]
+    try:  # string annotations (``from __future__ import annotations``) as the types they name
+        signature = inspect.signature(cls, eval_str=True)
+    except (NameError, TypeError, SyntaxError):  # a name only a type checker can resolve
+        signature = inspect.signature(cls)
+    return [(name, _types(p.annotation), p.default) for name, p in signature.parameters.items()]
 
 
 def str_to_bool(value: str) -> bool:

@@ -126,9 +126,10 @@ class LightningCLI(lightning_cli.LightningCLI):
     def before_fit(self) -> None:
         """1.4's hook: runs before ``fit``."""
 
-    def fit(self) -> None:
-        """1.4's: ``trainer.fit(**self.fit_kwargs)``."""
-        self.trainer.fit(**self.fit_kwargs)
+    def fit(self, **kwargs: Any) -> None:
+        """1.4's: ``trainer.fit(**self.fit_kwargs)``; the ``fit`` subcommand passes its own
+        keyword arguments, as Lightning 2.x's CLI does."""
+        self.trainer.fit(**(kwargs or self.fit_kwargs))
 
     def after_fit(self) -> None:
         """1.4's hook: runs after ``fit``."""
