@@ -5,9 +5,9 @@
     flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability --suite lightning
 
 ``--suite lightning`` runs the same faults on a Lightning module trained by Lightning 2.x under
-ddpkit's supervision (``tests/lightning/scripts/lit_faulty.py``: ``ddpkit.lightning.Trainer(...,
-supervise=True)``), plus a busy ``MASTER_PORT``, into the table between the
-``bench:reliability-lightning`` markers.
+ddpkit's supervision (``tests/lightning/scripts/lit_faulty.py``: ``ddpkit.lightning.Trainer(...)``
+with 1.x device flags, supervised by default), plus a busy ``MASTER_PORT``, into the table between
+the ``bench:reliability-lightning`` markers.
 
 Each run is ``tests/integration/fault_scripts/faulty_run.py`` (two CPU ranks, gloo) in a session
 of its own, driven by the fault-injection tests' harness. The clock starts at the fault (the

@@ -1,5 +1,5 @@
 """The fault cases of docs/reliability.md, on a Lightning module trained by Lightning 2.x with
-ddpkit's supervision (``ddpkit.lightning.Trainer(..., supervise=True)``).
+ddpkit's supervision, the default of ``ddpkit.lightning.Trainer`` with 1.x device flags.
 
 Each case is a real run of ``scripts/lit_faulty.py`` (two CPU ranks, gloo) in a session of its
 own, through the fault-injection harness of tests/integration: it waits until no process of the
@@ -55,7 +55,7 @@ def report_of(run: FaultRun) -> str:
 
 @pytest.mark.parametrize(
     ("launcher", "spelling"),
-    # legacy: ddpkit.lightning.Trainer(num_processes=2, plugins=[...], supervise=True);
+    # legacy: ddpkit.lightning.Trainer(num_processes=2, plugins=[...]) (supervised by default);
     # modern: pytorch_lightning.Trainer(accelerator="cpu", devices=2,
     #                                   strategy=SupervisedDDPStrategy(start_method=...))
     [("subprocess", "legacy"), ("spawn", "modern")],

@@ -118,19 +118,12 @@ class SpawnLauncher(_MultiProcessingLauncher):
     def launch(
         self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
     ) -> Any:
-        if self._already_fit and trainer is not None and trainer.state.fn == TrainerFn.FITTING:
-            raise NotImplementedError(  # as Lightning's own spawn launcher (its issue #18775)
-                "Calling `trainer.fit()` twice on the same Trainer instance using a spawn-based "
-                "strategy is not supported. You can work around this limitation by creating a "
-                "new Trainer instance and passing the `fit(ckpt_path=...)` argument."
-            )
         states = _GlobalStateSnapshot.capture() if self._start_method == "spawn" else None
         output = self.ddpkit.launch(
             _run_spawned, _stage_name(trainer), self, trainer, function, args, kwargs, states
         )
         if trainer is None or output is None:  # None: rank zero runs on another node
             return output
-        self._already_fit |= trainer.state.fn == TrainerFn.FITTING
         weights = output.weights_path
         self._recover_results_in_main_process(output, trainer)
         if weights is not None:  # Lightning leaves the rank's temporary directory behind
@@ -138,6 +131,23 @@ class SpawnLauncher(_MultiProcessingLauncher):
             if os.path.isdir(with_parent) and not os.listdir(with_parent):
                 os.rmdir(with_parent)
         return output.trainer_results
+
+    def get_extra_results(self, trainer: pl.Trainer) -> dict[str, Any]:
+        """Lightning's (the callback metrics), and the fit loop's progress: where ``fit`` got
+        to, so that this process's Trainer knows it too (see :meth:`update_main_process_results`)."""
+        extra = super().get_extra_results(trainer)
+        extra["ddpkit_fit_loop"] = trainer.fit_loop.state_dict()
+        return extra
+
+    def update_main_process_results(self, trainer: pl.Trainer, extra: dict[str, Any]) -> None:
+        """Lightning's, and the fit loop's progress from rank zero: a second ``trainer.fit``
+        continues where the first ended, as it does when this process is rank zero (Lightning's
+        own spawn launcher refuses a second ``fit``, its issue #18775, because the parent's
+        counters never moved)."""
+        super().update_main_process_results(trainer, extra)
+        loop = extra.get("ddpkit_fit_loop")
+        if loop is not None and trainer.state.fn == TrainerFn.FITTING:
+            trainer.fit_loop.load_state_dict(loop)
 
     def kill(self, signum: Any) -> None:
         """See :meth:`SubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""

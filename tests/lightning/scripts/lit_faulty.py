@@ -1,5 +1,6 @@
 """``fault_scripts/faulty_run.py`` for a Lightning module: a 2-rank CPU run with one injected
-fault, on real Lightning 2.x, started and supervised by ddpkit (``Trainer(..., supervise=True)``).
+fault, on real Lightning 2.x, started and supervised by ddpkit — by default, as a 1.x script gets
+it (``ddpkit.lightning.Trainer`` with 1.x device flags, no ddpkit keyword).
 
     python lit_faulty.py --launcher subprocess|spawn --fault raise|kill|stall|none|ok --rank R
                          [--stall-timeout S] [--spelling legacy|modern|lightning]
@@ -7,7 +8,8 @@ fault, on real Lightning 2.x, started and supervised by ddpkit (``Trainer(..., s
 It prints the lines the fault-injection harness reads (``ddpkit-fault: rank R pid P`` when
 training starts, ``ddpkit-fault: fault <name> rank R at <time>`` just before the fault,
 ``ddpkit-fault: ready rank R`` a few steps into ``--fault none``). ``--spelling``: ``legacy`` is
-``ddpkit.lightning.Trainer(num_processes=2, plugins=[DDPPlugin(...)], supervise=True)``, ``modern``
+``ddpkit.lightning.Trainer(num_processes=2, plugins=[DDPPlugin(...)])`` (supervised by default),
+``modern``
 is ``pytorch_lightning.Trainer(accelerator="cpu", devices=2, strategy=SupervisedDDPStrategy(...))``,
 ``lightning`` is plain Lightning's own ``strategy="ddp"`` / ``"ddp_spawn"`` (no ddpkit), for
 comparison.
@@ -91,7 +93,7 @@ def make_trainer(launcher: str, spelling: str, timeout: float | None, epochs: in
 
     plugin_type = DDPPlugin if launcher == "subprocess" else DDPSpawnPlugin
     plugin = plugin_type(timeout=timeout)
-    return Trainer(num_processes=2, plugins=[plugin], supervise=True, **common)
+    return Trainer(num_processes=2, plugins=[plugin], **common)  # supervised: ddpkit's default
 
 
 def main() -> None:

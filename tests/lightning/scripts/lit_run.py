@@ -146,7 +146,12 @@ def mission_flags(call: str) -> dict[str, Any]:
 
 
 def make_trainer(
-    kind: str, call: str, strategy: str, out: Path, callbacks: list[pl.Callback], supervise: bool
+    kind: str,
+    call: str,
+    strategy: str,
+    out: Path,
+    callbacks: list[pl.Callback],
+    supervise: bool | None,
 ) -> pl.Trainer:
     logger = CSVLogger(save_dir=str(out), name="logs")
     if kind == "ddpkit":
@@ -163,7 +168,7 @@ def make_trainer(
                 progress_bar_refresh_rate=0,  # 1.x keywords, mapped
                 weights_summary=None,
                 log_every_n_steps=2,
-                supervise=supervise,
+                **({} if supervise is None else {"supervise": supervise}),
             )
         if trainer.global_rank == 0 and os.environ.get("LOCAL_RANK", "0") == "0":
             assert trainer.lightning_call is not None
@@ -188,7 +193,12 @@ def main() -> None:
     parser.add_argument("--trainer", choices=["ddpkit", "lightning"], required=True)
     parser.add_argument("--call", choices=MISSION, default="ddp_cpu")
     parser.add_argument("--strategy", choices=["ddp", "ddp_spawn"], default="ddp")
-    parser.add_argument("--supervise", action="store_true", help="ddpkit's launchers")
+    parser.add_argument(
+        "--supervise",
+        choices=["default", "true", "false"],
+        default="default",
+        help="Trainer(supervise=...): left out (ddpkit's launchers), True, or False (Lightning's)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     out: Path = args.out
@@ -202,7 +212,8 @@ def main() -> None:
     )
     stopping = EarlyStopping(monitor="val_loss", patience=1, min_delta=0.01)
     callbacks = [checkpoint, stopping, HookRecorder(str(out))]
-    trainer = make_trainer(args.trainer, args.call, args.strategy, out, callbacks, args.supervise)
+    supervise = {"default": None, "true": True, "false": False}[args.supervise]
+    trainer = make_trainer(args.trainer, args.call, args.strategy, out, callbacks, supervise)
     trainer.fit(model, datamodule=LinearData())
     tested = trainer.test(model, datamodule=LinearData(), ckpt_path=None, verbose=False)
     if trainer.global_rank != 0:
