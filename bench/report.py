@@ -139,6 +139,31 @@ TARGETS = (
 
 _UNITS = {"step_ms": (".3g", " ms"), "launch_s": (".3g", " s")}
 
+#: The import row: what a user's script imports, against ``import torch``, each a whole
+#: ``python -c`` process (``import ddpkit`` alone imports no torch).
+IMPORT_LABEL = "`from ddpkit import Module, Trainer` (whole process)"
+
+#: Why a target is missed, where the profile found the cost and it could not be removed:
+#: written under the targets table when that row says "no" (label -> reason).
+MISSED: dict[str, str] = {}
+
+
+def _missed_notes(s: Summary) -> list[str]:
+    """One line for each target the run missed: its figure, and the reason or that none is
+    known."""
+    notes = []
+    for line in _targets_table(s)[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[6] != "no":
+            continue
+        reason = MISSED.get(
+            cells[0],
+            "no reason found yet: the profile shows no cost of ddpkit's "
+            "own that explains it (see the ratios' spread)",
+        )
+        notes.append(f"- **{cells[0]}**: {cells[4]} (target {cells[5]}). {reason}")
+    return ["### Targets not met", "", *notes, ""] if notes else []
+
 
 def _cell(s: Spread | None, spec: str = ".3g", unit: str = "") -> str:
     return "—" if s is None else s.fmt(spec, unit)
@@ -164,7 +189,7 @@ def _targets_table(s: Summary) -> list[str]:
             dk, lt = s.imports["ddpkit"], s.imports["lightning"]
             vs_pl = Spread.of([dk[r] / lt[r] for r in dk if r in lt])
         lines.append(
-            f"| `import` (whole process) | torch {torch_s.fmt('.3g', ' s')} | "
+            f"| {IMPORT_LABEL} | torch {torch_s.fmt('.3g', ' s')} | "
             f"{_cell(pl_s, '.3g', ' s')} ({_cell(pl, '.2f', ' ×')} torch) | "
             f"{ddpkit_s.fmt('.3g', ' s')} | {_cell(mine, '.2f', ' ×')} | ≤ 1.10 × torch | "
             f"{'yes' if met else 'no'} | {_cell(vs_pl, '.2f', ' ×')} |"
@@ -330,6 +355,7 @@ def markdown(s: Summary, meta: dict[str, Any], plot_name: str | None) -> str:
         "",
         *_targets_table(s),
         "",
+        *_missed_notes(s),
     ]
     if plot_name:
         head += [f"![ratios]({plot_name})", ""]
