@@ -145,7 +145,13 @@ def measure(config: Config, steps: int | None, env: dict[str, str], tmp: Path) -
     ]
     if steps is not None:
         command += ["--steps", str(steps)]
-    wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
+    try:
+        wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
+    except RuntimeError as err:
+        # One crash of one run (a rank aborted at exit, say) does not end a 20-minute bench:
+        # it is said, and the run is made again; a second failure ends it.
+        print(f"{config.name}: the run failed, running it again once: {err}", flush=True)
+        wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
     shutil.rmtree(root, ignore_errors=True)
     data: dict[str, Any] = json.loads(result.read_text())
     data["wall_s"] = wall
@@ -163,11 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(HERE), help="where RESULTS.md, results.json go")
     p.add_argument("--no-plot", action="store_true", help="no PNG even with matplotlib")
     p.add_argument("--lock", default=None, help="flock(2) this file around each round")
+    p.add_argument("--gpu", action="store_true", help="one process on cuda:0 (the single runs)")
     args = p.parse_args(argv)
 
     repeats = args.repeats or (1 if args.quick else 5)
     with_lightning = not args.no_lightning and importlib.util.find_spec("pytorch_lightning")
     configs = default_configs(bool(with_lightning))
+    if args.gpu:  # one GPU: the 1-process runs (the DDP launchers need a GPU per rank)
+        configs = [c for c in configs if c.mode == "single"]
     if args.only:
         configs = [c for c in configs if re.search(args.only, c.name)]
     steps = {"mlp": 60, "tiny": 200} if args.quick else {}
@@ -183,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         [str(REPO), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env.pop("BENCH_RESULT", None)
+    env["BENCH_DEVICE"] = "cuda" if args.gpu else "cpu"
     # Lightning's "tip" banner and warnings go to the run logs; keep the console readable.
     env.setdefault("PYTHONWARNINGS", "ignore")
 
@@ -222,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 measuring += time.time() - round_started
     meta = report.machine_meta(repeats=repeats, quick=args.quick, seconds=time.time() - started)
+    meta["gpu"] = args.gpu
     meta["measuring_s"] = measuring
     raw = {"meta": meta, "runs": runs, "imports": imports, "warmup": warmup}
     (out / "results.json").write_text(json.dumps(raw, indent=1))
