@@ -63,14 +63,19 @@ def _tests(text: str) -> list[str]:
         return []
     lines = [
         "",
-        f"Distributed tests ({_generated(text, 'python -m bench.tests')}; wall time of whole "
-        "pytest commands, one `all_reduce` per 2-rank test):",
+        f"Tests ({_generated(text, 'python -m bench.tests')}; wall time of whole pytest "
+        "commands; distributed: a 2-rank test doing one `all_reduce`, standalone: a 2-rank "
+        "`Trainer` fit):",
         "",
         "| workload | contender | per test | ddpkit / this |",
         "| --- | --- | --- | --- |",
     ]
     lines += [f"| {kind} | {who} | {per} | {ratio} |" for kind, who, _wall, per, ratio in rows]
-    marginal = re.search(r"What one more 2-rank distributed test costs[^=]*= ([^(]+\(target[^)]*\))", text)  # fmt: skip  # noqa: E501
+    targets = _table(text, "| tests | ddpkit / MultiProcessTestCase |")
+    if targets:
+        lines += ["", "| ten 2-rank tests | ddpkit / MultiProcessTestCase | target | met |"]
+        lines += ["| --- | --- | --- | --- |", *(f"| {' | '.join(row)} |" for row in targets)]
+    marginal = re.search(r"What one more 2-rank distributed test costs[^=]*= (.+?\(target[^)]*\))", text)  # fmt: skip  # noqa: E501
     if marginal:
         lines += ["", f"One more 2-rank test in a ddpkit session: {marginal.group(1).strip()}."]
     return lines
