@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         warm = "import torch, torch._dynamo; from ddpkit import Module, Trainer" + (
             "; import pytorch_lightning" * bool(with_lightning)
         )
-        _run([_python(), "-c", warm], env, tmp / "warm.log")
+        if not args.quick:  # a smoke test's figures mean nothing: no warm-up run for it
+            _run([_python(), "-c", warm], env, tmp / "warm.log")
         for r in range(repeats):
             with _locked(args.lock):
                 round_started = time.time()
