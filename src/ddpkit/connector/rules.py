@@ -39,6 +39,7 @@ from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 
 __all__ = [
     "ENVIRONMENT_DETECTION",
+    "built_environment",
     "choose_accelerator",
     "choose_backend",
     "choose_devices",
@@ -182,9 +183,14 @@ def environment_of(req: Request, environment: Choice[str], probe: Probe) -> Clus
     environment)."""
     if req.environment_instance is not None:
         return req.environment_instance
-    if environment.value == MPIEnvironment.name:
+    return built_environment(environment.value, probe)
+
+
+def built_environment(name: str, probe: Probe) -> ClusterEnvironment:
+    """The environment ddpkit builds for the plan's ``name``, reading the probe's snapshot."""
+    if name == MPIEnvironment.name:
         return MPIEnvironment(probe.env, mpi4py=probe.mpi4py_available)
-    return _BUILT_ENVIRONMENTS[environment.value](probe.env)
+    return _BUILT_ENVIRONMENTS[name](probe.env)
 
 
 def _single(req: Request, world_size: int) -> None:

@@ -78,7 +78,7 @@ def test_without_a_port_nor_mpi4py_the_plan_says_what_to_set() -> None:
         "Trainer(accelerator='cpu', devices=2, strategy='ddp'): mpiexec (MPICH)"
     )
     assert "MASTER_PORT is not set and mpi4py is not installed" in message
-    assert "pip install 'ddpkit[mpi]'" in message
+    assert "pip install mpi4py" in message
     assert "mpiexec -genv MASTER_ADDR <rank 0's host> -genv MASTER_PORT 29500" in message
 
 

@@ -24,7 +24,7 @@ Otherwise the address is 127.0.0.1 when every rank runs on this node; across nod
 (``MPI.COMM_WORLD.bcast`` through mpi4py, once, while the ranks set up), as Lightning does.
 Nothing else in the environment can tell a rank where rank 0 listens: MPICH exports no job id
 to derive a port from, and neither launcher says where rank 0 runs. So mpi4py
-(``pip install 'ddpkit[mpi]'``) is needed only for that one exchange, and without it or the
+(``pip install mpi4py``) is needed only for that one exchange, and without it or the
 two variables the plan says what to set, before training starts.
 """
 
@@ -221,7 +221,7 @@ class MPIEnvironment(ClusterEnvironment):
             f"{call}: {f.launcher} ({f.name}) started {self.world_size()} ranks on {where}, "
             f"but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set and "
             f"mpi4py is not installed, so the ranks cannot learn where rank 0 listens. Fix: "
-            f"pip install 'ddpkit[mpi]' (mpi4py: MPI tells every rank, as in Lightning), or "
+            f"pip install mpi4py (mpi4py: MPI tells every rank, as in Lightning), or "
             f"`{f.export} python script.py`."
         )
 

@@ -23,7 +23,7 @@ def exchange_main(*, world_size: int, local_only: bool, launcher: str) -> tuple[
     except ImportError as err:
         raise MisconfigurationError(
             f"{launcher} started this rank without MASTER_ADDR/MASTER_PORT, and mpi4py cannot "
-            f"be imported ({err}). Fix: pip install 'ddpkit[mpi]', or set MASTER_ADDR and "
+            f"be imported ({err}). Fix: pip install mpi4py, or set MASTER_ADDR and "
             f"MASTER_PORT for every rank."
         ) from err
     comm = MPI.COMM_WORLD
