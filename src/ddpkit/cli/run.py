@@ -32,18 +32,21 @@ def _register(sub: Any) -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    count = {"type": int, "metavar": "N"}
     run.add_argument(
         "--nproc-per-node",
         "--nproc_per_node",
+        type=int,
         default=1,
+        metavar="N",
         help="ranks on this node (default 1)",
-        **count,
     )
-    run.add_argument("--nnodes", default=1, help="nodes in the job (default 1)", **count)
     run.add_argument(
-        "--node-rank", "--node_rank", default=0, help="this node's rank, 0..nnodes-1", **count
+        "--nnodes", type=int, default=1, metavar="M", help="nodes in the job (default 1)"
     )
+    run.add_argument(
+        "--node-rank", "--node_rank", type=int, default=0, metavar="R",
+        help="this node's rank, 0..nnodes-1 (default 0)",
+    )  # fmt: skip
     run.add_argument(
         "--master-addr",
         "--master_addr",

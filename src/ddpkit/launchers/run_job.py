@@ -9,7 +9,7 @@ with this process's environment plus torchrun's contract (``RANK``, ``LOCAL_RANK
 ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``GROUP_WORLD_SIZE``, ``ROLE_RANK``,
 ``ROLE_NAME``, ``ROLE_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, ``TORCHELASTIC_RUN_ID``,
 ``TORCHELASTIC_RESTART_COUNT``, ``TORCHELASTIC_MAX_RESTARTS``, ``TORCHELASTIC_USE_AGENT_STORE``,
-``OMP_NUM_THREADS=1`` unless set) and ddpkit's (``DDPKIT_PARENT_PID``, ``DDPKIT_ERROR_FILE``,
+``TORCHELASTIC_ERROR_FILE``, ``OMP_NUM_THREADS=1`` unless set, ...) and ddpkit's (``DDPKIT_PARENT_PID``, ``DDPKIT_ERROR_FILE``,
 ``DDPKIT_RUN_STALL_TIMEOUT``). As under torchrun, node 0's launcher serves the rendezvous store
 (``MASTER_PORT``, bound before any rank starts) and every rank's ``env://`` joins it as a client;
 a ddpkit Trainer in the script reads the same variables and plans ``launcher: external``.
@@ -85,6 +85,8 @@ def run_env(
     rank = spec.node_rank * spec.nproc_per_node + local_rank
     env = dict(base)
     env.setdefault("OMP_NUM_THREADS", "1")  # torchrun's default too, for several ranks a node
+    env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # as torchrun: nccl errors raise
+    env.setdefault("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT")
     env.update(
         {
             "RANK": str(rank),
@@ -141,6 +143,8 @@ class Attempt:
             assert self.tmpdir is not None
             env[ENV_PARENT_PID] = str(os.getpid())
             env[ENV_ERROR_FILE] = str(self.tmpdir / f"rank{rank}.json")
+            # Where torch's @record writes, as under torchrun (ddpkit's own report needs none).
+            env["TORCHELASTIC_ERROR_FILE"] = str(self.tmpdir / f"rank{rank}.torchelastic.json")
             env[ENV_STALL_TIMEOUT] = f"{spec.stall_timeout:g}"
             try:
                 proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
