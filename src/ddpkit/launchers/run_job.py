@@ -9,9 +9,10 @@ with this process's environment plus torchrun's contract (``RANK``, ``LOCAL_RANK
 ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``GROUP_WORLD_SIZE``, ``ROLE_RANK``,
 ``ROLE_NAME``, ``ROLE_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, ``TORCHELASTIC_RUN_ID``,
 ``TORCHELASTIC_RESTART_COUNT``, ``TORCHELASTIC_MAX_RESTARTS``, ``TORCHELASTIC_USE_AGENT_STORE``,
-``TORCHELASTIC_ERROR_FILE``, ``OMP_NUM_THREADS=1`` unless set, ...) and ddpkit's (``DDPKIT_PARENT_PID``, ``DDPKIT_ERROR_FILE``,
-``DDPKIT_RUN_STALL_TIMEOUT``). As under torchrun, node 0's launcher serves the rendezvous store
-(``MASTER_PORT``, bound before any rank starts) and every rank's ``env://`` joins it as a client;
+``TORCHELASTIC_ERROR_FILE``, ``OMP_NUM_THREADS=1`` unless set, ...) and ddpkit's
+(``DDPKIT_PARENT_PID``, ``DDPKIT_ERROR_FILE``, ``DDPKIT_RUN_STALL_TIMEOUT``). As under
+torchrun, node 0's launcher serves the rendezvous store (``MASTER_PORT``, bound before any rank
+starts) and every rank's ``env://`` joins it as a client;
 a ddpkit Trainer in the script reads the same variables and plans ``launcher: external``.
 
 The job ends as ddpkit's own launchers end theirs (:class:`~ddpkit.launchers.supervisor
