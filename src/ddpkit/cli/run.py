@@ -11,6 +11,12 @@ from ddpkit.cli.parser import Command, UsageError
 
 __all__ = ["COMMAND"]
 
+_DESCRIPTION = (
+    "Start --nproc-per-node ranks of a script with torchrun's environment (RANK, LOCAL_RANK, "
+    "WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, "
+    "TORCHELASTIC_RESTART_COUNT, ...). The first rank that fails ends the job, with its traceback "
+    "first; the ranks die with ddpkit run; a stalled collective dumps every rank's stacks."
+)
 _EXAMPLES = """\
 examples:
   ddpkit run --nproc-per-node 2 train.py --lr 0.1
@@ -24,11 +30,7 @@ def _register(sub: Any) -> argparse.ArgumentParser:
     run: argparse.ArgumentParser = sub.add_parser(
         "run",
         help="start N ranks of any script (torchrun's flags), supervised by ddpkit",
-        description="Start --nproc-per-node ranks of a script with torchrun's environment "
-        "(RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, "
-        "TORCHELASTIC_RESTART_COUNT, ...). The first rank that fails ends the job, with its "
-        "traceback first; the ranks die with ddpkit run; a stalled collective dumps every "
-        "rank's stacks.",
+        description=_DESCRIPTION,
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
