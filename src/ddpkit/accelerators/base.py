@@ -37,6 +37,21 @@ class Accelerator(ABC):
     def setup_process(self, device: torch.device, local_world_size: int) -> None:
         """Per-rank set-up before the model moves (current CUDA device, thread caps)."""
 
+    # -- Lightning 1.x's loader hooks: a subclass may change (wrap) the loader a rank iterates --
+
+    def on_reset_train_dataloader(self, dataloader: Any) -> Any:
+        """The training loader, after ddpkit gave it this rank's shard."""
+        return dataloader
+
+    def on_reset_val_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_test_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_predict_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

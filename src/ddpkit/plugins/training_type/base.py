@@ -281,6 +281,27 @@ class TrainingTypePlugin:
     def all_gather_object(self, obj: Any) -> list[Any]:
         return [obj]
 
+    @property
+    def setup_optimizers_in_pre_dispatch(self) -> bool:
+        """Lightning 1.x: True creates the optimizers after the model is wrapped (and after
+        ``on_fit_start``), for a training type that needs the wrapped model's parameters."""
+        return False
+
+    # -- Lightning 1.x's loader hooks: a subclass may change (wrap) the loader a rank iterates --
+
+    def on_reset_train_dataloader(self, dataloader: Any) -> Any:
+        """The training loader, after ddpkit gave it this rank's shard."""
+        return dataloader
+
+    def on_reset_val_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_test_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_predict_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
     def on_exception(self, exc: BaseException) -> None:
         """A stage raised ``exc`` on this rank: add what the training type knows about it."""
 
