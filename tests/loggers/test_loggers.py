@@ -154,14 +154,20 @@ def test_a_logger_off_rank_zero_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "r1").exists()
 
 
-def test_nested_hyperparameters_are_flattened(tmp_path: Path) -> None:
-    logger = CSVLogger(tmp_path, name="", version="")
-    logger.log_hyperparams(Namespace(opt={"lr": 0.1, "betas": (0.9, 0.99)}, layers=3))
-    assert json.loads((tmp_path / "hparams.yaml").read_text()) == {
-        "layers": 3,
-        "opt/betas": [0.9, 0.99],
-        "opt/lr": 0.1,
-    }
+@pytest.mark.parametrize("kind", ["CSVLogger", "TensorBoardLogger"])
+def test_nested_hyperparameters_stay_nested_as_in_lightning(tmp_path: Path, kind: str) -> None:
+    """hparams.yaml holds what was given, nested (Lightning's; ddpkit flattened it to opt/lr),
+    and reads back the same as Lightning's own logger's file."""
+    pl_loggers = pytest.importorskip("pytorch_lightning.loggers")
+    yaml = pytest.importorskip("yaml")
+    params = Namespace(opt={"lr": 0.1, "betas": [0.9, 0.99]}, layers=3)
+    files = []
+    for lib, folder in ((pl_loggers, tmp_path / "pl"), (ddpkit.loggers, tmp_path / "ddpkit")):
+        logger = getattr(lib, kind)(folder, name="", version="")
+        logger.log_hyperparams(params)
+        logger.save()
+        files.append(yaml.safe_load((folder / "hparams.yaml").read_text()))
+    assert files[1] == files[0] == {"opt": {"lr": 0.1, "betas": [0.9, 0.99]}, "layers": 3}
 
 
 def test_any_object_with_the_interface_is_a_logger_and_others_are_refused(tmp_path: Path) -> None:

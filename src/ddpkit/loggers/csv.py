@@ -3,7 +3,9 @@
 ``Trainer(logger=True)`` uses ``CSVLogger(default_root_dir, name="", version="")``: the file is
 ``<default_root_dir>/metrics.csv``. Rows are ``(epoch, step, metric...)``; columns grow as new
 metrics appear; the file is rewritten atomically at every save (small files; never
-half-written).
+half-written). A file that exists already is never lost: its rows stay first and the new ones
+follow (a resumed fit continues its history; ``version=None`` gives each run its own
+``version_N`` folder, as in Lightning).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.base import (
     DummyExperiment,
     FolderLogger,
-    flatten_params,
+    check_folder_arguments,
+    convert_params,
+    logger_call,
     scalar,
     write_hparams,
 )
@@ -34,16 +39,16 @@ class ExperimentWriter:
     NAME_METRICS_FILE = "metrics.csv"
     NAME_HPARAMS_FILE = "hparams.yaml"
 
-    def __init__(self, log_dir: str, *, resume: bool = False) -> None:
-        """``resume``: keep the rows already in the file (a later stage of the same logger, run
-        in another process); otherwise the first save replaces the file of an earlier run."""
+    def __init__(self, log_dir: str) -> None:
+        """The rows of a ``metrics.csv`` already in ``log_dir`` (an earlier run's, or a resumed
+        fit's) are kept: the first save writes them back before the new ones."""
         self.log_dir = log_dir
         self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
         self.metrics: list[dict[str, Any]] = []
         self.hparams: dict[str, Any] = {}
         Path(log_dir).mkdir(parents=True, exist_ok=True)
         existing = Path(self.metrics_file_path)
-        if resume and existing.is_file():
+        if existing.is_file():
             with existing.open(newline="") as fh:
                 self.metrics = [
                     {k: v for k, v in row.items() if v != ""} for row in csv.DictReader(fh)
@@ -61,6 +66,9 @@ class ExperimentWriter:
         write_hparams(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
 
     def save(self) -> None:
+        hparams_file = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
+        if not os.path.exists(hparams_file):
+            write_hparams(hparams_file, self.hparams)  # Lightning 1.x: the folder is never empty
         if not self.metrics:
             return
         columns = ["epoch", "step"]
@@ -73,6 +81,14 @@ class ExperimentWriter:
         target = Path(self.metrics_file_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, buf.getvalue().encode())
+
+
+_DEFAULTS = {
+    "name": "lightning_logs",
+    "version": None,
+    "prefix": "",
+    "flush_logs_every_n_steps": 100,
+}
 
 
 class CSVLogger(FolderLogger):
@@ -91,11 +107,25 @@ class CSVLogger(FolderLogger):
         prefix: str = "",
         flush_logs_every_n_steps: int = 100,
     ) -> None:
+        given = {
+            "save_dir": save_dir,
+            "name": name,
+            "version": version,
+            "prefix": prefix,
+            "flush_logs_every_n_steps": flush_logs_every_n_steps,
+        }
+        call = logger_call("CSVLogger", given, _DEFAULTS)
+        check_folder_arguments(call, save_dir, name, version, prefix)
+        every = flush_logs_every_n_steps
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise MisconfigurationError(
+                f"{call}: flush_logs_every_n_steps is how many steps apart the file is written, an "
+                f"int ≥ 1. Fix: flush_logs_every_n_steps=100."
+            )
         super().__init__(save_dir, name, version)
         self._prefix = prefix
-        self._flush_every = max(1, int(flush_logs_every_n_steps))
+        self._flush_every = every
         self._experiment: ExperimentWriter | None = None
-        self._started = False  # a writer of this logger has existed (in this process or a rank)
 
     @property
     def log_dir(self) -> str:
@@ -106,13 +136,15 @@ class CSVLogger(FolderLogger):
         if self.rank != 0:
             return DummyExperiment()
         if self._experiment is None:
-            self._experiment = ExperimentWriter(self.log_dir, resume=self._started)
-            self._started = True
+            self._experiment = ExperimentWriter(self.log_dir)
         return self._experiment
 
-    def log_hyperparams(self, params: Mapping[str, Any] | Namespace, *args: Any, **kw: Any) -> None:
+    def log_hyperparams(
+        self, params: Mapping[str, Any] | Namespace | None = None, *args: Any, **kw: Any
+    ) -> None:
+        """``hparams.yaml``, nested as given (Lightning's CSVLogger does not flatten)."""
         if self.rank == 0:
-            self.experiment.log_hparams(flatten_params(params))
+            self.experiment.log_hparams(convert_params(params))
 
     def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         if self.rank != 0:
@@ -124,13 +156,22 @@ class CSVLogger(FolderLogger):
             self.save()
 
     def save(self) -> None:
-        if self.rank == 0 and self._experiment is not None:
-            self._experiment.save()
+        """Write the rows logged so far; the version folder exists afterwards (Lightning's)."""
+        if self.rank == 0:
+            writer = self.experiment
+            assert isinstance(writer, ExperimentWriter)
+            writer.save()
+
+    def finalize(self, status: str) -> None:
+        """The stage ended: write what is buffered (a logger that never wrote stays without a
+        folder, as Lightning's does)."""
+        if self._experiment is not None:
+            self.save()
 
     def __getstate__(self) -> dict[str, Any]:
         # A spawned rank opens its own writer, which reads back the rows already written.
-        self.save()
+        if self._experiment is not None:
+            self._experiment.save()
         state = self.__dict__.copy()
         state["_experiment"] = None
-        state["_started"] = self._started or self._experiment is not None
         return state
