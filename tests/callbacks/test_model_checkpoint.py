@@ -220,7 +220,7 @@ def test_the_callback_state_travels_in_the_checkpoint_and_comes_back(tmp_path: P
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): choose 'max' or 'min'"),
+        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): `mode` can be min, max"),
         ({"save_top_k": -2}, r"ModelCheckpoint\(save_top_k=-2\)"),
         ({"save_top_k": 3}, r"ModelCheckpoint\(save_top_k=3, monitor=None\).*Fix: pass monitor="),
         (
