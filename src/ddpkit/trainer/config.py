@@ -27,6 +27,7 @@ from ddpkit.trainer.keywords import (
     unknown_keyword,
 )
 from ddpkit.trainer.legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["LOOP_KEYWORDS", "LoopConfig", "build_config"]
 
@@ -77,8 +78,8 @@ class LoopConfig:
     """``should_stop`` (early stopping) is ignored until this many epochs ran."""
     max_steps: int
     """Optimizer steps to train; -1: no limit."""
-    min_steps: int
-    """``should_stop`` is ignored until this many steps ran."""
+    min_steps: int | None
+    """``should_stop`` is ignored until this many steps ran (None, as Lightning reports it: 0)."""
     max_time: timedelta | None
     """Wall-clock limit of ``fit`` (a ``Timer`` callback checks it every step)."""
     limit_train_batches: int | float | None
@@ -172,7 +173,8 @@ def _barebones(given: dict[str, Any], explicit: set[str]) -> None:
     ):
         if name in explicit and given[name] not in off:
             raise MisconfigurationError(
-                f"Trainer(barebones=True, {name}={given[name]!r}): barebones turns {name} off. "
+                f"Trainer(barebones=True, {name}={safe_repr(given[name])}): barebones turns "
+                f"{name} off. "
                 f"Fix: leave {name} out, or drop barebones=True."
             )
     given.update(
@@ -198,8 +200,9 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
         for key, mapped in mapping.items():
             if key in explicit:
                 raise MisconfigurationError(
-                    f"Trainer({name}={value!r}, {key}={given[key]!r}): both say the same thing. "
-                    f"Fix: keep {key}={given[key]!r} and drop {name}."
+                    f"Trainer({name}={safe_repr(value)}, {key}={safe_repr(given[key])}): both say "
+                    "the same thing. "
+                    f"Fix: keep {key}={safe_repr(given[key])} and drop {name}."
                 )
             (hidden if key.startswith("_") else given)[key] = mapped
         warn()
@@ -238,11 +241,11 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     if max_epochs is None:
         max_epochs = 1000 if max_steps == -1 and max_time is None else -1
     min_epochs = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True) or 0
-    min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True) or 0
+    min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True)
     assert max_steps is not None
     for low, high, lo_name, hi_name in (
         (min_epochs, max_epochs, "min_epochs", "max_epochs"),
-        (min_steps, max_steps, "min_steps", "max_steps"),
+        (min_steps or 0, max_steps, "min_steps", "max_steps"),
     ):
         if high >= 0 and low > high:
             raise MisconfigurationError(
@@ -265,7 +268,8 @@ def _evaluation(given: dict[str, Any]) -> dict[str, Any]:
     interval = check_val_check_interval(given["val_check_interval"])
     if check_val is None and isinstance(interval, float):
         raise MisconfigurationError(
-            f"Trainer(check_val_every_n_epoch=None, val_check_interval={interval!r}): without "
+            f"Trainer(check_val_every_n_epoch=None, val_check_interval={safe_repr(interval)}): "
+            "without "
             f"epochs, the interval counts batches. Fix: val_check_interval=<an int>."
         )
     sanity = given["num_sanity_val_steps"]
@@ -329,15 +333,15 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fast_dev_run(fields: dict[str, Any], n: int) -> None:
-    """n batches of everything, one epoch, no sanity check, nothing written (Lightning's)."""
+    """n batches of everything, one epoch, no sanity check, nothing written (Lightning's: the
+    checkpoint callbacks stay, and skip saving)."""
     fields.update(
         max_epochs=1,
         max_steps=n,
         num_sanity_val_steps=0,
         check_val_every_n_epoch=1,
         val_check_interval=1.0,
-        logger=False,
-        enable_checkpointing=False,
+        logger=False,  # nothing written (Lightning's DummyLogger); a ModelCheckpoint saves nothing
         limit_test_batches=n,
         limit_predict_batches=n,
     )

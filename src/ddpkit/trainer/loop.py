@@ -35,7 +35,7 @@ from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["StageRequest", "merge_callbacks", "run_stage"]
 
@@ -196,9 +196,12 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     _setup(ctx, fn)
     checkpoint = None
     if request.ckpt_path is not None:
+        _info(ctx, f"Restoring states from the checkpoint path at {request.ckpt_path}")
         checkpoint = load_checkpoint(request.ckpt_path, weights_only=request.weights_only)
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
         state.ckpt_path = request.ckpt_path
+        if fn != "fit":
+            _info(ctx, f"Loaded model weights from the checkpoint at {request.ckpt_path}")
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
     state.model = model
@@ -210,12 +213,13 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
         loader = find_loader(fn, request.loaders[0], state.datamodule, model)
         _require(loader, fn)
         limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
-        values = evaluate(ctx, fn, ctx.prepare(loader, train=False), limit)
+        kind = "val" if fn == "validate" else "test"
+        values = evaluate(ctx, fn, ctx.prepare(loader, train=False, kind=kind), limit)
         return [values]
     state.status.stage = "predict"
     loader = find_loader("predict", request.loaders[0], state.datamodule, model)
     _require(loader, "predict")
-    prepared = ctx.prepare(loader, train=False, predict=True)
+    prepared = ctx.prepare(loader, train=False, predict=True, kind="predict")
     return predict(ctx, prepared, ctx.config.limit_predict_batches, request.return_predictions)
 
 
@@ -237,29 +241,35 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
             f"automatic optimization only. Fix: subclass pytorch_lightning.LightningModule and "
             f"train it with ddpkit.lightning.Trainer (manual optimization), or leave it True."
         )
-    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
-    state.optimizers, state.lr_scheduler_configs = optimizers, schedulers
-    state.current_epoch = state.global_step = state.epochs_completed = 0
+    # 1.x: a training type may ask for the optimizers after the model is wrapped
+    # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
+    late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
+    optimizers, schedulers = ([], []) if late else _optimizers(ctx)
+    state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
     step_module = StepModule(model)
     wrapped = ctx.plugin.wrap_model(step_module)
     ctx.dispatch.call("on_fit_start")
+    if late:
+        optimizers, schedulers = _optimizers(ctx)
     _log_hyperparams(ctx)
     start_epoch = 0
     if checkpoint is not None:
         start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
-        state.epochs_completed = start_epoch
+        state.epochs_completed, state.batches_stepped = start_epoch, state.global_step
+        _info(ctx, f"Restored all states from the checkpoint at {request.ckpt_path}")
 
     def train_loader() -> Any:
         found = find_loader("train", request.loaders[0], state.datamodule, model)
         _require(found, "fit")
-        return ctx.prepare(found, train=True)
+        return ctx.prepare(found, train=True, kind="train")
 
     def val_loader() -> Any:
         found = find_loader("validate", request.loaders[1], state.datamodule, model)
-        return ctx.prepare(found, train=False) if found is not None else None
+        return ctx.prepare(found, train=False, kind="val") if found is not None else None
 
     validation = _validation_defined(ctx, request)
     val = None
+    state.num_sanity_val_batches = [0] if validation else []  # Lightning's, when none run
     if validation and config.num_sanity_val_steps:
         val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
@@ -270,6 +280,29 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
+
+
+def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
+    """``configure_optimizers``, parsed; several optimizers need manual optimization (Lightning
+    2.x refuses them under automatic optimization, which would step them all on one loss)."""
+    model = ctx.model
+    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    if len(optimizers) > 1:
+        names = ", ".join(type(o).__name__ for o in optimizers)
+        raise MisconfigurationError(
+            f"{type(model).__name__}.configure_optimizers returned {len(optimizers)} optimizers "
+            f"({names}): automatic optimization steps one optimizer on the loss training_step "
+            f"returns (Lightning 2.x refuses several too). Fix: one optimizer (parameter groups "
+            f"give parts of the model their own lr), or train a pytorch_lightning.LightningModule "
+            f"with automatic_optimization = False on ddpkit.lightning.Trainer."
+        )
+    ctx.state.optimizers, ctx.state.lr_scheduler_configs = optimizers, schedulers
+    return optimizers, schedulers
+
+
+def _info(ctx: StageContext, message: str) -> None:
+    if ctx.plugin.is_global_zero:
+        rank_zero_info(message)
 
 
 def _validation_defined(ctx: StageContext, request: StageRequest) -> bool:
@@ -297,6 +330,7 @@ def _sanity_check(ctx: StageContext, get_val: Any) -> Any:
         n_val = num_batches(loader, limit)
         n = n_val if steps == -1 else (steps if n_val is None else min(steps, n_val))
         state.num_sanity_val_batches = [n if n is not None else math.inf]
+        state.num_val_batches = [n_val if n_val is not None else math.inf]  # Lightning's too
         evaluate(ctx, "validate", loader, n, sanity=True)
     ctx.dispatch.call_callbacks("on_sanity_check_end")
     state.status.stage = "train"

@@ -113,7 +113,7 @@ class ConfigProperties:
         return self._config.max_steps
 
     @property
-    def min_steps(self) -> int:
+    def min_steps(self) -> int | None:
         return self._config.min_steps
 
     @property

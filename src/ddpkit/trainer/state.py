@@ -49,6 +49,11 @@ class LoopState:
     status: TrainerState = field(default_factory=TrainerState)
     current_epoch: int = 0
     global_step: int = 0
+    batches_stepped: int = 0
+    """Lightning's ``_batches_that_stepped``, the step the loggers' rows carry: during a
+    training batch it counts the batches before it (so a row logged after the batch's optimizer
+    step, or by a validation it triggers, carries ``global_step - 1``), as the epoch's row
+    does."""
     should_stop: bool = False
     model: nn.Module | None = None
     """The module of the latest stage (what validate / test / predict use without a model)."""
@@ -76,8 +81,8 @@ class LoopState:
     def begin(self, fn: str) -> None:
         self.status = TrainerState(fn=fn, stage=None, status="running")
         self.should_stop = False
-        self.is_last_batch = False
-        if fn == "fit":
+        if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
+            self.is_last_batch = False
             self.step_rows = self.epoch_rows = 0
 
     def end(self, status: str = "finished") -> None:
@@ -88,6 +93,7 @@ class LoopState:
         return {
             "current_epoch": self.current_epoch,
             "global_step": self.global_step,
+            "batches_stepped": self.batches_stepped,
             "should_stop": self.should_stop,
             "status": self.status,
             "num_training_batches": self.num_training_batches,

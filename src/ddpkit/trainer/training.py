@@ -19,10 +19,11 @@ from torch import nn
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import num_batches
+from ddpkit.trainer.data import num_batches, set_sampler_epoch
 from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
+from ddpkit.utilities.rank_zero import rank_zero_info
 
 __all__ = ["FitLoop"]
 
@@ -68,7 +69,9 @@ class FitLoop:
         train = get_train()
         self.n_train = num_batches(train, config.limit_train_batches)
         state.num_training_batches = math.inf if self.n_train is None else self.n_train
+        self._check_val_interval()
         if self.n_train == 0 or self._done(start_epoch):
+            self._say_why_it_stopped(start_epoch)
             return
         self.get_val = get_val if validation else None
         state.num_val_batches = [0]
@@ -86,12 +89,45 @@ class FitLoop:
             self._train_epoch(train, epoch)
             epoch += 1
             state.current_epoch = epoch
+        self._say_why_it_stopped(epoch)
         ctx.dispatch.call("on_train_end")
+
+    def _check_val_interval(self) -> None:
+        """An int ``val_check_interval`` past the epoch's batches would never validate
+        (Lightning's ValueError); counting across epochs (``check_val_every_n_epoch=None``) it
+        may."""
+        config, n = self.ctx.config, self.n_train
+        interval = config.val_check_interval
+        if not isinstance(interval, int) or n is None or config.check_val_every_n_epoch is None:
+            return
+        if interval > n:
+            raise MisconfigurationError(
+                f"Trainer(val_check_interval={interval}): validation every {interval} training "
+                f"batches, but an epoch has {n}{_limited(config.limit_train_batches)}, so it "
+                f"would never run. Fix: Trainer(val_check_interval={n}) or lower, "
+                f"limit_val_batches=0 to turn validation off, or check_val_every_n_epoch=None to "
+                f"count batches across epochs."
+            )
+
+    def _say_why_it_stopped(self, epoch: int) -> None:
+        """Lightning's INFO line when a limit ends the fit (an early stop says nothing)."""
+        state, config = self.ctx.state, self.ctx.config
+        if self.n_train == 0:
+            reason = "No training batches."
+        elif 0 <= config.max_steps <= state.global_step:
+            reason = f"`max_steps={config.max_steps}` reached."
+        elif 0 <= config.max_epochs <= epoch:
+            reason = f"`max_epochs={config.max_epochs}` reached."
+        else:
+            return
+        if self.ctx.plugin.is_global_zero:
+            rank_zero_info(f"`Trainer.fit` stopped: {reason}")
 
     def _can_stop(self) -> bool:
         """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
         state, config = self.ctx.state, self.ctx.config
-        return state.current_epoch >= config.min_epochs and state.global_step >= config.min_steps
+        min_steps = config.min_steps or 0
+        return state.current_epoch >= config.min_epochs and state.global_step >= min_steps
 
     def _done(self, epoch: int) -> bool:
         state, config = self.ctx.state, self.ctx.config
@@ -99,30 +135,33 @@ class FitLoop:
             return True
         if 0 <= config.max_epochs <= epoch:
             return True
-        met_min = epoch >= config.min_epochs and state.global_step >= config.min_steps
+        met_min = epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
         return state.should_stop and met_min
 
     def _train_epoch(self, train: Any, epoch: int) -> None:
         ctx, state, metrics = self.ctx, self.ctx.state, self.ctx.state.metrics
         state.current_epoch = epoch
-        set_epoch = getattr(getattr(train, "sampler", None), "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)  # a different shuffle every epoch, same on every rank
+        set_sampler_epoch(train, epoch)  # a different shuffle every epoch, same on every rank
         metrics.stage, metrics.step_level = "train", False
         ctx.dispatch.call("on_train_epoch_start")
         metrics.step_level = True
         ran_out = self._batches(train, epoch)
         state.epochs_completed = epoch + 1
+        # Lightning validates at the epoch's end inside its last batch, before that batch is
+        # counted in the rows' step, and logs the epoch's row at that step too.
+        state.batches_stepped -= 1
         if ran_out and self._val_due_at_end():
             self._validate()
         metrics.stage, metrics.step_level = "train", False
+        values = metrics.end_epoch("train", closing=True)
         if self.epoch_end is not None:
+            # 1.x: after the epoch's values are published, before on_train_epoch_end
             self.epoch_end(self.epoch_outputs)
             self.epoch_outputs = []
-        values = metrics.end_epoch("train")
         ctx.dispatch.train_epoch_end()
         values.update(metrics.end_epoch("train"))
         log_epoch_row(ctx, values)
+        state.batches_stepped += 1
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:
@@ -203,6 +242,8 @@ class FitLoop:
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
                 stopping = state.should_stop and self._can_stop()
+            if boundary:
+                state.batches_stepped += 1
             if stopping or 0 <= config.max_steps <= state.global_step:
                 ran_out = last
                 break
@@ -218,7 +259,7 @@ class FitLoop:
         if pending and rows and state.global_step % every == 0:
             row = {**pending, "epoch": state.current_epoch}
             for logger in state.loggers:
-                logger.log_metrics(row, step=state.global_step)
+                logger.log_metrics(row, step=state.batches_stepped)
             state.step_rows += 1
         pending.clear()
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
@@ -269,6 +310,10 @@ class FitLoop:
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _limited(limit: int | float | None) -> str:
+    return "" if limit is None else f" (limit_train_batches={limit!r})"
 
 
 def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:
