@@ -97,11 +97,14 @@ class Effects:
     info: list[str] = field(default_factory=list)
     checkpoint: dict[str, Any] = field(default_factory=dict)
     lrs: dict[str, list[float]] = field(default_factory=dict)
+    callbacks: list[dict[str, Any]] = field(default_factory=list)
+    """EarlyStopping's and ModelCheckpoint's state (file names without their folder)."""
     error: str | None = None
 
 
 def _floats(metrics: Any) -> dict[str, float]:
-    return {k: round(float(v), 5) for k, v in sorted(dict(metrics).items())}
+    # 4 decimals: ddpkit accumulates epoch means in float64, Lightning in float32
+    return {k: round(float(v), 4) for k, v in sorted(dict(metrics).items())}
 
 
 def recording_logger(base: type, store: Effects) -> Any:
@@ -232,12 +235,12 @@ def data(n: int = 16, batch: int = 4) -> DataLoader[Any]:
 
 
 @contextlib.contextmanager
-def _info_lines(store: Effects) -> Iterator[None]:
+def _info_lines(store: Effects, root: Path) -> Iterator[None]:
     """The INFO lines either library logs (Lightning's "`Trainer.fit` stopped: ...")."""
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            store.info.append(record.getMessage())
+            store.info.append(record.getMessage().replace(str(root), "<root>"))
 
     handler = Keep(logging.INFO)
     loggers = [logging.getLogger(n) for n in ("lightning.pytorch", "pytorch_lightning", "ddpkit")]
@@ -262,7 +265,7 @@ def run(
     **options: Any,
 ) -> Effects:
     """``calls``: Trainer methods ("fit", "validate", "test", "predict", "test_verbose",
-    "resume" — a new Trainer's fit from the last checkpoint). ``callbacks(lib)``: extra
+    "resume" — a new Trainer's fit from the last checkpoint, "fit_one_epoch"). ``callbacks(lib)``: extra
     callbacks of that library. Other keywords go to the Trainer."""
     lib: Any = pl if kind == "lightning" else ddpkit
     base_callback = pl.Callback if kind == "lightning" else Callback
@@ -284,12 +287,19 @@ def run(
     model = twin_module(base_module, LOGS if logs is None else logs, **(module or {}))
     trainer: Any = None
     printed = io.StringIO()
-    with warnings.catch_warnings(), _info_lines(effects), contextlib.redirect_stdout(printed):
+    with (
+        warnings.catch_warnings(),
+        _info_lines(effects, root / kind),
+        contextlib.redirect_stdout(printed),
+    ):
         warnings.simplefilter("ignore")  # Lightning's advice about workers and batch sizes
         try:
             trainer = lib.Trainer(**common)
             for call in calls:
-                if call == "resume":
+                if call == "fit_one_epoch":  # a fit to resume from (max_epochs=1)
+                    trainer = lib.Trainer(**{**common, "max_epochs": 1})
+                    trainer.fit(model, loaders(), loaders())
+                elif call == "resume":
                     last = trainer.checkpoint_callback.last_model_path
                     trainer = lib.Trainer(**common)
                     trainer.fit(model, loaders(), loaders(), ckpt_path=last)
@@ -324,3 +334,29 @@ def _read(trainer: Any, effects: Effects, extra: list[Any]) -> None:
     for callback in extra:
         if hasattr(callback, "lrs"):
             effects.lrs = {k: [round(float(v), 6) for v in vs] for k, vs in callback.lrs.items()}
+        if hasattr(callback, "stopped_epoch"):
+            effects.callbacks.append(
+                {
+                    "stopped_epoch": callback.stopped_epoch,
+                    "wait_count": callback.wait_count,
+                    "best_score": round(float(callback.best_score), 4),
+                    "reason": callback.stopping_reason.name,
+                }
+            )
+        if hasattr(callback, "best_k_models"):
+            effects.callbacks.append(
+                {
+                    "best": Path(callback.best_model_path).name,
+                    "last": Path(callback.last_model_path).name,
+                    "kth": Path(callback.kth_best_model_path).name,
+                    "best_k": {
+                        Path(k).name: round(float(v), 4) for k, v in callback.best_k_models.items()
+                    },
+                    "score": None
+                    if callback.best_model_score is None
+                    else round(float(callback.best_model_score), 4),
+                    "files": sorted(p.name for p in Path(callback.dirpath).iterdir())
+                    if callback.dirpath and Path(callback.dirpath).is_dir()
+                    else [],
+                }
+            )

@@ -116,7 +116,8 @@ def test_each_epoch_line_is_printed_before_fit_returns(
         print("<fit returned>", flush=True)
 
     monkeypatch.setattr(Trainer, "fit", fit_then_say_so)
-    monkeypatch.setenv("DDPKIT_SEED", "7")  # seed_everything exports it; undone after the test
+    for name in ("DDPKIT_SEED", "PL_GLOBAL_SEED", "PL_SEED_WORKERS"):
+        monkeypatch.setenv(name, "7")  # seed_everything exports them; undone after the test
     example = _example()
     example.main(["--variant=single", "--epochs=2", "--samples=1024", "--batch-size=16",
                   f"--root-dir={tmp_path}"])  # fmt: skip

@@ -282,19 +282,23 @@ def check_arguments(
         return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
 
     if mode not in ("min", "max"):
-        raise bad(f"mode={safe_repr(mode)}", "`mode` can be min, max. Fix: mode='min'.")
+        raise bad(
+            f"mode={safe_repr(mode)}", f"`mode` can be min, max but got {mode}. Fix: mode='min'."
+        )
     if monitor is not None and not isinstance(monitor, str):
         raise bad(
             f"monitor={safe_repr(monitor)}", "pass a logged metric's name. Fix: monitor='val_loss'."
         )
     if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
         raise bad(
-            f"save_top_k={safe_repr(save_top_k)}", "pass -1 (keep all), 0 (none) or a count ≥ 1."
+            f"save_top_k={safe_repr(save_top_k)}",
+            "Must be >= -1: pass -1 (keep all), 0 (none) or a count ≥ 1. Fix: save_top_k=1.",
         )
     if monitor is None and save_top_k not in (-1, 0, 1):
-        raise bad(
-            f"save_top_k={save_top_k}, monitor=None",
-            "the best k need a metric to rank by. Fix: pass monitor='val_loss' (a logged name).",
+        raise MisconfigurationError(
+            f"ModelCheckpoint(save_top_k={save_top_k}, monitor=None) is not a valid "
+            f"configuration: the best k need a metric to rank by. Fix: pass monitor='val_loss' (a "
+            f"logged name)."
         )
     if save_last not in (None, True, False, "link"):
         raise bad(f"save_last={safe_repr(save_last)}", "pass True, False, None or 'link'.")
@@ -305,7 +309,10 @@ def check_arguments(
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
         ):
-            raise bad(f"{name}={safe_repr(value)}", "pass an int ≥ 0 (0 turns it off) or None.")
+            raise bad(
+                f"{name}={safe_repr(value)}",
+                "Must be >= 0: pass an int (0 turns it off) or None. Fix: " + f"{name}=1.",
+            )
     if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
         raise bad(
             f"train_time_interval={safe_repr(train_time_interval)}",
@@ -320,5 +327,6 @@ def check_arguments(
     if len(triggers) > 1:
         raise bad(
             ", ".join(f"{name}={safe_repr(given[name])}" for name in triggers),
-            "they exclude each other. Fix: keep one of them.",
+            "Combination of parameters every_n_train_steps, every_n_epochs and "
+            "train_time_interval should be mutually exclusive. Fix: keep one of them.",
         )

@@ -65,8 +65,8 @@ class EarlyStopping(Callback):
     ) -> None:
         if mode not in _OPS:
             raise MisconfigurationError(
-                f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got "
-                f"{safe_repr(mode)}. Fix: mode='min'."
+                f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got {mode}. "
+                f"Fix: mode='min'."
             )
         if not isinstance(monitor, str) or not monitor:
             raise MisconfigurationError(

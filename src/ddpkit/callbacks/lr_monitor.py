@@ -45,8 +45,9 @@ class LearningRateMonitor(Callback):
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if not trainer.loggers:
             raise MisconfigurationError(
-                "Trainer(callbacks=[LearningRateMonitor()], logger=False): the monitor writes to "
-                "the loggers and there is none. Fix: Trainer(logger=True) or pass a logger."
+                "Trainer(callbacks=[LearningRateMonitor()], logger=False): Cannot use "
+                "`LearningRateMonitor` callback with `Trainer` that has no logger: the monitor "
+                "writes to the loggers. Fix: Trainer(logger=True) or pass a logger."
             )
         if self.log_momentum and not _all_have_momentum(trainer):
             rank_zero_warn(
@@ -108,9 +109,10 @@ class LearningRateMonitor(Callback):
         duplicates = sorted({n for n in given if given.count(n) > 1})
         if duplicates:
             raise MisconfigurationError(
-                f"LearningRateMonitor: {name}'s parameter groups share the names {duplicates}, "
-                f"so their learning rates would be logged under one key. Fix: give each "
-                f"parameter group its own 'name' (or none)."
+                f"LearningRateMonitor: A single `Optimizer` cannot have multiple parameter groups "
+                f"with identical `name` values: {name}'s share {duplicates}, so their learning "
+                f"rates would be logged under one key. Fix: give each parameter group its own "
+                f"'name' (or none)."
             )
         count = seen_types.get(kind, 0)
         if count > 1:

@@ -76,6 +76,8 @@ class LoopConfig:
     """Epochs to train; -1: no limit (then ``max_steps`` or ``max_time`` ends the run)."""
     min_epochs: int
     """``should_stop`` (early stopping) is ignored until this many epochs ran."""
+    min_epochs_given: int | None
+    """``min_epochs`` as given (None: not given)."""
     max_steps: int
     """Optimizer steps to train; -1: no limit."""
     min_steps: int | None
@@ -102,6 +104,9 @@ class LoopConfig:
     enable_model_summary: bool
     summary_depth: int
     """The default ModelSummary's depth (1.x ``weights_summary='full'``: -1)."""
+    checkpointing_keyword: str
+    """The keyword that turned checkpointing off, for messages (``checkpoint_callback`` in
+    1.x code, ``barebones``, or ``enable_checkpointing``)."""
     accumulate_grad_batches: int
     """Batches per optimizer step (the factor of epoch 0 under a schedule)."""
     accumulate_schedule: tuple[tuple[int, int], ...]
@@ -193,6 +198,11 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
     given = dict(given)
     explicit = {k for k, v in given.items() if v is not LOOP_KEYWORDS.get(k, v)}
     hidden: dict[str, Any] = {"_summary_depth": 1, "_resume_from_checkpoint": None}
+    hidden["_checkpointing_keyword"] = (
+        "checkpoint_callback"
+        if "checkpoint_callback" in extra
+        else ("barebones" if given["barebones"] is True else "enable_checkpointing")
+    )
     for name, value in extra.items():
         if name not in LEGACY_MAPPED and name not in LEGACY_REFUSED:
             raise unknown_keyword(name, value, [*LOOP_KEYWORDS, *LEGACY_MAPPED, *LEGACY_REFUSED])
@@ -240,7 +250,8 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     )
     if max_epochs is None:
         max_epochs = 1000 if max_steps == -1 and max_time is None else -1
-    min_epochs = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True) or 0
+    min_epochs_given = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True)
+    min_epochs = min_epochs_given or 0
     min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True)
     assert max_steps is not None
     for low, high, lo_name, hi_name in (
@@ -255,6 +266,7 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     return {
         "max_epochs": max_epochs,
         "min_epochs": min_epochs,
+        "min_epochs_given": min_epochs_given,
         "max_steps": max_steps,
         "min_steps": min_steps,
         "max_time": max_time,
@@ -316,6 +328,7 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
             meaning="0: no step rows",
         ),
         summary_depth=int(hidden["_summary_depth"]),
+        checkpointing_keyword=str(hidden["_checkpointing_keyword"]),
         deterministic=False if given["deterministic"] is None else given["deterministic"],
         benchmark=check_bool("benchmark", given["benchmark"], allow_none=True),
         reload_dataloaders_every_n_epochs=check_int(

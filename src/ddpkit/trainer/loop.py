@@ -256,6 +256,17 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     if checkpoint is not None:
         start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
         state.epochs_completed, state.batches_stepped = start_epoch, state.global_step
+        if "loops" in checkpoint:
+            # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
+            # (its sanity check runs in it); the loop then starts at start_epoch.
+            state.current_epoch = int(checkpoint.get("epoch", start_epoch))
+        if 0 <= config.max_epochs < state.current_epoch:
+            raise MisconfigurationError(
+                f"Trainer(max_epochs={config.max_epochs}).fit(ckpt_path={request.ckpt_path!r}): "
+                f"You restored a checkpoint with current_epoch={state.current_epoch}, but you have "
+                f"set Trainer(max_epochs={config.max_epochs}) (Lightning's check). Fix: "
+                f"Trainer(max_epochs={state.current_epoch + 1}) or more, or another checkpoint."
+            )
         _info(ctx, f"Restored all states from the checkpoint at {request.ckpt_path}")
 
     def train_loader() -> Any:
@@ -276,7 +287,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     state.status.stage = "train"
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
         get_val = (lambda: val) if val is not None else val_loader
-        loop.run(train_loader, get_val, validation, start_epoch)
+        loop.run(train_loader, get_val, validation, start_epoch, val_loaded=val is not None)
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)

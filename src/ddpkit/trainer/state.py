@@ -68,6 +68,10 @@ class LoopState:
     ckpt_path: str | None = None
     """The checkpoint the latest stage loaded."""
     is_last_batch: bool = False
+    fitted: bool = False
+    """A fit has started (Lightning's fit-time values, ``min_epochs``, are reported then)."""
+    val_check_batch: int | float | None = None
+    """Validate every this many training batches (``fit`` sets it, Lightning's rule)."""
     epochs_completed: int = 0
     """Training epochs whose batches all ran (what a checkpoint resumes after)."""
     dispatcher: Any = None
@@ -83,6 +87,7 @@ class LoopState:
         self.should_stop = False
         if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
             self.is_last_batch = False
+            self.fitted = True
             self.step_rows = self.epoch_rows = 0
 
     def end(self, status: str = "finished") -> None:
@@ -94,6 +99,10 @@ class LoopState:
             "current_epoch": self.current_epoch,
             "global_step": self.global_step,
             "batches_stepped": self.batches_stepped,
+            "fitted": self.fitted,
+            "val_check_batch": self.val_check_batch,
+            "is_last_batch": self.is_last_batch,
+            "num_sanity_val_batches": self.num_sanity_val_batches,
             "should_stop": self.should_stop,
             "status": self.status,
             "num_training_batches": self.num_training_batches,

@@ -39,10 +39,12 @@ def _default_callbacks(config: LoopConfig) -> list[Any]:
     callbacks = list(config.callbacks)
     has_checkpoint = any(isinstance(cb, ModelCheckpoint) for cb in callbacks)
     if has_checkpoint and not config.enable_checkpointing:
-        flag = "barebones=True" if config.barebones else "enable_checkpointing=False"
+        keyword = config.checkpointing_keyword
+        flag = f"{keyword}={keyword == 'barebones'}"
         raise MisconfigurationError(
-            f"Trainer({flag}, callbacks=[ModelCheckpoint(...)]): {flag} turns checkpointing off, "
-            f"and the callbacks save checkpoints. Fix: drop {flag} (or the ModelCheckpoint)."
+            f"Trainer({flag}, callbacks=[ModelCheckpoint(...)]): Trainer was configured with "
+            f"{flag} but found ModelCheckpoint in callbacks list: {flag} turns checkpointing "
+            f"off. Fix: drop {flag} (or the ModelCheckpoint)."
         )
     if config.enable_checkpointing and not has_checkpoint:
         callbacks.append(ModelCheckpoint())

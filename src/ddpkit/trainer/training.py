@@ -62,21 +62,25 @@ class FitLoop:
         get_val: Callable[[], Any],
         validation: bool,
         start_epoch: int,
+        val_loaded: bool = False,
     ) -> None:
+        """``val_loaded``: the sanity check made the val loader already (its count is known)."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
         if config.limit_train_batches == 0:
             return  # Lightning skips the loop, and its hooks, when there is nothing to train
         train = get_train()
         self.n_train = num_batches(train, config.limit_train_batches)
         state.num_training_batches = math.inf if self.n_train is None else self.n_train
+        state.val_check_batch = _val_check_batch(config.val_check_interval, self.n_train)
         self._check_val_interval()
         if self.n_train == 0 or self._done(start_epoch):
             self._say_why_it_stopped(start_epoch)
             return
         self.get_val = get_val if validation else None
         state.num_val_batches = [0]
-        if validation and self._val_epoch(start_epoch):
+        if validation and (val_loaded or self._val_epoch(start_epoch)):
             self._load_val()  # else on first use, as Lightning does
+        state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
         epoch = start_epoch
         while not self._done(epoch):
@@ -310,6 +314,16 @@ class FitLoop:
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _val_check_batch(interval: int | float, n: int | None) -> int | float:
+    """Lightning's ``trainer.val_check_batch``: the int interval, else the fraction of the
+    epoch's batches (at least 1); ``inf`` for a loader without a length."""
+    if isinstance(interval, int):
+        return interval
+    if n is None:
+        return math.inf
+    return max(1, int(n * interval))
 
 
 def _limited(limit: int | float | None) -> str:
