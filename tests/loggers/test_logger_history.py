@@ -5,6 +5,7 @@ refused when it is built, naming the call and the fix."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
@@ -39,24 +40,41 @@ def test_a_resumed_fit_continues_the_default_log(tmp_path: Path) -> None:
     first = trainer(tmp_path, 1)
     first.fit(Logged(), data(), data())
     before = rows(tmp_path / "metrics.csv")
-    assert [int(r["step"]) for r in before if r["train_loss"]] == [1, 2, 3, 4]
+    assert [int(r["step"]) for r in before if r["train_loss"]] == [0, 1, 2, 3]
     resumed = trainer(tmp_path, 2)
     resumed.fit(Logged(), data(), data(), ckpt_path=first.checkpoint_callback.last_model_path
                 or first.checkpoint_callback.best_model_path)  # fmt: skip
     after = rows(tmp_path / "metrics.csv")
     assert after[: len(before)] == before  # the first run's rows, untouched
-    assert [int(r["step"]) for r in after if r["train_loss"]] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [int(r["step"]) for r in after if r["train_loss"]] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert [r["epoch"] for r in after if r["val_loss"]] == ["0", "1"]
 
 
 @pytest.mark.filterwarnings("ignore:ModelCheckpoint. the checkpoint directory")
-def test_a_fixed_version_keeps_an_earlier_runs_rows(tmp_path: Path) -> None:
-    for _ in range(2):
-        trainer(tmp_path, 1, logger=CSVLogger(tmp_path, name="run", version="a")).fit(
-            Logged(), data()
-        )
-    logged = rows(tmp_path / "run" / "a" / "metrics.csv")
-    assert [int(r["step"]) for r in logged if r["train_loss"]] == [1, 2, 3, 4] * 2
+def test_a_new_run_in_a_fixed_folder_keeps_the_earlier_runs_file(tmp_path: Path) -> None:
+    """Lightning deletes it; ddpkit sets it aside (metrics-v1.csv) and starts its own, and a
+    later stage of the run (test) adds to this run's file."""
+    folder = tmp_path / "run" / "a"
+    for lr in (0.05, 0.01):
+        run = trainer(tmp_path, 1, logger=CSVLogger(tmp_path, name="run", version="a"))
+        run.fit(Logged(lr=lr), data())
+    kept, current = rows(folder / "metrics-v1.csv"), rows(folder / "metrics.csv")
+    assert [int(r["step"]) for r in kept if r["train_loss"]] == [0, 1, 2, 3]
+    assert [int(r["step"]) for r in current if r["train_loss"]] == [0, 1, 2, 3]
+    assert kept != current  # two runs, two files (the learning rates differ)
+    assert json.loads((folder / "hparams-v1.yaml").read_text())["lr"] == 0.05
+    assert json.loads((folder / "hparams.yaml").read_text())["lr"] == 0.01
+    trainer(tmp_path, 1, logger=CSVLogger(tmp_path, name="run", version="a")).validate(
+        Logged(), data(), verbose=False
+    )
+    assert len(rows(folder / "metrics.csv")) == len(current) + 1  # the stage added its row
+    assert sorted(p.name for p in folder.iterdir() if p.suffix != ".ckpt") == [
+        "checkpoints",
+        "hparams-v1.yaml",
+        "hparams.yaml",
+        "metrics-v1.csv",
+        "metrics.csv",
+    ]
 
 
 def test_without_a_version_each_run_has_its_own_folder(tmp_path: Path) -> None:
@@ -71,13 +89,13 @@ def test_without_a_version_each_run_has_its_own_folder(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", [None, "", "exp"])
 def test_save_without_rows_leaves_the_version_folder(tmp_path: Path, name: str | None) -> None:
-    """Lightning 1.4's test_file_logger_no_name: save() with nothing logged makes version_0 (and
-    its hparams.yaml); ddpkit made nothing."""
+    """Lightning's test_file_logger_no_name: save() with nothing logged makes version_0 (empty, as
+    Lightning 2.x leaves it; 1.4 wrote an empty hparams.yaml there); ddpkit made nothing."""
     logger = CSVLogger(tmp_path, name=name)
     logger.save()
     root = tmp_path / (name or "")
     assert logger.root_dir.rstrip("/") == str(root).rstrip("/")
-    assert [p.name for p in (root / "version_0").iterdir()] == ["hparams.yaml"]
+    assert (root / "version_0").is_dir() and not list((root / "version_0").iterdir())
 
 
 @pytest.mark.parametrize("kind", [CSVLogger, TensorBoardLogger])
@@ -122,7 +140,9 @@ def test_a_file_as_save_dir_is_refused_when_built(tmp_path: Path, kind: type) ->
     if kind is TensorBoardLogger:
         pytest.importorskip("tensorboard")
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(MisconfigurationError, match=r"is a file, not a folder\. Fix: pass a folder"):
+    with pytest.raises(
+        MisconfigurationError, match=r"is a file, not a folder\. Fix: pass a folder"
+    ):
         kind(tmp_path / "a_file")
 
 

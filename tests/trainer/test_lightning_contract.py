@@ -171,7 +171,7 @@ def test_the_plugins_loader_hooks_get_every_loader(tmp_path: Path) -> None:
 
 READ_ONLY_FIT = """
     import sys, torch, warnings
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, TensorDataset
     import ddpkit
     from ddpkit.callbacks import ModelCheckpoint
     from ddpkit.loggers import CSVLogger

@@ -301,7 +301,19 @@ def check_arguments(
             f"logged name)."
         )
     if save_last not in (None, True, False, "link"):
-        raise bad(f"save_last={safe_repr(save_last)}", "pass True, False, None or 'link'.")
+        raise bad(
+            f"save_last={safe_repr(save_last)}",
+            "pass True, False, None or 'link'. Fix: save_last=True.",
+        )
+    _check_triggers(every_n_train_steps, every_n_epochs, train_time_interval)
+
+
+def _check_triggers(
+    every_n_train_steps: Any, every_n_epochs: Any, train_time_interval: Any
+) -> None:
+    def bad(what: str, fix: str) -> MisconfigurationError:
+        return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
+
     for name, value in (
         ("every_n_train_steps", every_n_train_steps),
         ("every_n_epochs", every_n_epochs),
@@ -316,7 +328,7 @@ def check_arguments(
     if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
         raise bad(
             f"train_time_interval={safe_repr(train_time_interval)}",
-            "pass a datetime.timedelta, e.g. timedelta(minutes=30).",
+            "pass a datetime.timedelta. Fix: train_time_interval=timedelta(minutes=30).",
         )
     given = {
         "every_n_train_steps": every_n_train_steps,

@@ -39,6 +39,54 @@ def _is_number(value: Any) -> bool:
 _ORDER = {"min": "<", "max": ">"}
 
 
+def _check_arguments(
+    monitor: Any,
+    mode: Any,
+    patience: Any,
+    min_delta: Any,
+    stopping_threshold: Any,
+    divergence_threshold: Any,
+    check_on_train_epoch_end: Any,
+) -> None:
+    """Every argument checked when the callback is built (a bad threshold was a TypeError at
+    the first check, after an epoch's work)."""
+    if mode not in _OPS:
+        raise MisconfigurationError(
+            f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got {mode}. "
+            f"Fix: mode='min'."
+        )
+    if not isinstance(monitor, str) or not monitor:
+        raise MisconfigurationError(
+            f"EarlyStopping(monitor={safe_repr(monitor)}): pass the name of a logged metric. "
+            f"Fix: EarlyStopping(monitor='val_loss')."
+        )
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+        raise MisconfigurationError(
+            f"EarlyStopping(patience={safe_repr(patience)}): pass an int ≥ 0 (checks without "
+            f"improvement before stopping). Fix: patience=3."
+        )
+    if not _is_number(min_delta) or math.isnan(min_delta):
+        raise MisconfigurationError(
+            f"EarlyStopping(min_delta={safe_repr(min_delta)}): pass a number ≥ 0. Fix: "
+            f"min_delta=0.0."
+        )
+    for name, value in (
+        ("stopping_threshold", stopping_threshold),
+        ("divergence_threshold", divergence_threshold),
+    ):
+        if value is not None and (not _is_number(value) or math.isnan(value)):
+            raise MisconfigurationError(
+                f"EarlyStopping({name}={safe_repr(value)}): pass a number (the monitored "
+                f"value to stop at) or None. Fix: {name}=None."
+            )
+    if check_on_train_epoch_end not in (None, True, False):
+        raise MisconfigurationError(
+            f"EarlyStopping(check_on_train_epoch_end={safe_repr(check_on_train_epoch_end)}): "
+            f"pass True, False or None (decided from the Trainer). Fix: "
+            f"check_on_train_epoch_end=None."
+        )
+
+
 class EarlyStopping(Callback):
     """Stop when ``monitor`` has not improved by more than ``min_delta`` for ``patience``
     checks; also on a non-finite value (``check_finite``), past ``stopping_threshold`` or
@@ -63,42 +111,15 @@ class EarlyStopping(Callback):
         check_on_train_epoch_end: bool | None = None,
         log_rank_zero_only: bool = False,
     ) -> None:
-        if mode not in _OPS:
-            raise MisconfigurationError(
-                f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got {mode}. "
-                f"Fix: mode='min'."
-            )
-        if not isinstance(monitor, str) or not monitor:
-            raise MisconfigurationError(
-                f"EarlyStopping(monitor={safe_repr(monitor)}): pass the name of a logged metric, "
-                "e.g. "
-                f"EarlyStopping(monitor='val_loss')."
-            )
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-            raise MisconfigurationError(
-                f"EarlyStopping(patience={safe_repr(patience)}): pass an int ≥ 0 (checks without "
-                f"improvement before stopping)."
-            )
-        if not _is_number(min_delta) or math.isnan(min_delta):
-            raise MisconfigurationError(
-                f"EarlyStopping(min_delta={safe_repr(min_delta)}): pass a number ≥ 0. Fix: "
-                f"min_delta=0.0."
-            )
-        for name, value in (
-            ("stopping_threshold", stopping_threshold),
-            ("divergence_threshold", divergence_threshold),
-        ):
-            if value is not None and (not _is_number(value) or math.isnan(value)):
-                raise MisconfigurationError(
-                    f"EarlyStopping({name}={safe_repr(value)}): pass a number (the monitored "
-                    f"value to stop at) or None. Fix: {name}=None."
-                )
-        if check_on_train_epoch_end not in (None, True, False):
-            raise MisconfigurationError(
-                f"EarlyStopping(check_on_train_epoch_end={safe_repr(check_on_train_epoch_end)}): "
-                f"pass True, False or None (decided from the Trainer). Fix: "
-                f"check_on_train_epoch_end=None."
-            )
+        _check_arguments(
+            monitor,
+            mode,
+            patience,
+            min_delta,
+            stopping_threshold,
+            divergence_threshold,
+            check_on_train_epoch_end,
+        )
         self.monitor, self.patience, self.verbose, self.mode = monitor, patience, verbose, mode
         self.strict, self.check_finite = strict, check_finite
         self.stopping_threshold, self.divergence_threshold = (

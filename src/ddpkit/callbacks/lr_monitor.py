@@ -34,7 +34,8 @@ class LearningRateMonitor(Callback):
         if logging_interval not in (None, "step", "epoch"):
             raise MisconfigurationError(
                 f"LearningRateMonitor(logging_interval={safe_repr(logging_interval)}): choose "
-                f"'epoch', 'step' or None (each scheduler's own interval)."
+                f"'epoch', 'step' or None (each scheduler's own interval). Fix: "
+                f"logging_interval=None."
             )
         self.logging_interval = logging_interval
         self.log_momentum, self.log_weight_decay = log_momentum, log_weight_decay

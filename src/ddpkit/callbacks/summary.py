@@ -57,8 +57,7 @@ class ModelSummary(Callback):
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < -1:
             raise MisconfigurationError(
                 f"ModelSummary(max_depth={safe_repr(max_depth)}): pass -1 (every layer), 0 (no "
-                "table) "
-                f"or a depth ≥ 1."
+                "table) or a depth ≥ 1. Fix: max_depth=1."
             )
         self._max_depth = max_depth
 

@@ -23,7 +23,8 @@ class Timer(Callback):
     def __init__(self, duration: timedelta | None = None, interval: str = "step") -> None:
         if interval not in ("epoch", "step"):
             raise MisconfigurationError(
-                f"Timer(interval={safe_repr(interval)}): choose 'epoch' or 'step'."
+                f"Timer(interval={safe_repr(interval)}): choose 'epoch' or 'step'. Fix: "
+                f"interval='step'."
             )
         self._duration = duration.total_seconds() if duration is not None else None
         self._interval = interval

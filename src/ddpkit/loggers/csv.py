@@ -29,6 +29,7 @@ from ddpkit.loggers.base import (
     write_hparams,
 )
 from ddpkit.utilities.files import atomic_write
+from ddpkit.utilities.rank_zero import log_info
 
 __all__ = ["CSVLogger", "ExperimentWriter"]
 
@@ -39,15 +40,20 @@ class ExperimentWriter:
     NAME_METRICS_FILE = "metrics.csv"
     NAME_HPARAMS_FILE = "hparams.yaml"
 
-    def __init__(self, log_dir: str) -> None:
-        """The rows of a ``metrics.csv`` already in ``log_dir`` (an earlier run's, or a resumed
-        fit's) are kept: the first save writes them back before the new ones."""
+    def __init__(self, log_dir: str, *, new_run: bool = False) -> None:
+        """The rows of a ``metrics.csv`` already in ``log_dir`` are never lost: a new run (a
+        fit that resumes nothing) finds them moved aside to ``metrics-v<N>.csv`` (and the run's
+        ``hparams.yaml`` to ``hparams-v<N>.yaml``) and starts its own file; any other stage (a
+        resumed fit, validate, test) keeps them, and the first save writes them back before the
+        new ones."""
         self.log_dir = log_dir
         self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
         self.metrics: list[dict[str, Any]] = []
         self.hparams: dict[str, Any] = {}
         Path(log_dir).mkdir(parents=True, exist_ok=True)
         existing = Path(self.metrics_file_path)
+        if new_run and existing.is_file():
+            _set_aside(existing, Path(log_dir) / self.NAME_HPARAMS_FILE)
         if existing.is_file():
             with existing.open(newline="") as fh:
                 self.metrics = [
@@ -66,9 +72,6 @@ class ExperimentWriter:
         write_hparams(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
 
     def save(self) -> None:
-        hparams_file = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
-        if not os.path.exists(hparams_file):
-            write_hparams(hparams_file, self.hparams)  # Lightning 1.x: the folder is never empty
         if not self.metrics:
             return
         columns = ["epoch", "step"]
@@ -89,6 +92,23 @@ _DEFAULTS = {
     "prefix": "",
     "flush_logs_every_n_steps": 100,
 }
+
+
+def _set_aside(metrics: Path, hparams: Path) -> None:
+    """An earlier run's files, renamed to the first free ``-v<N>`` (ModelCheckpoint's rule for
+    a name taken), with an INFO line saying where they are."""
+    version = 1
+    while metrics.with_name(f"{metrics.stem}-v{version}{metrics.suffix}").exists():
+        version += 1
+    kept = metrics.with_name(f"{metrics.stem}-v{version}{metrics.suffix}")
+    metrics.rename(kept)
+    if hparams.is_file():
+        hparams.rename(hparams.with_name(f"{hparams.stem}-v{version}{hparams.suffix}"))
+    log_info(
+        f"CSVLogger: {metrics} held an earlier run's metrics; they are kept in {kept.name} "
+        f"and this run writes {metrics.name} (CSVLogger(save_dir) gives each run a version_N "
+        f"folder instead)."
+    )
 
 
 class CSVLogger(FolderLogger):
@@ -126,6 +146,7 @@ class CSVLogger(FolderLogger):
         self._prefix = prefix
         self._flush_every = every
         self._experiment: ExperimentWriter | None = None
+        self._new_run = False
 
     @property
     def log_dir(self) -> str:
@@ -136,8 +157,14 @@ class CSVLogger(FolderLogger):
         if self.rank != 0:
             return DummyExperiment()
         if self._experiment is None:
-            self._experiment = ExperimentWriter(self.log_dir)
+            self._experiment = ExperimentWriter(self.log_dir, new_run=self._new_run)
+            self._new_run = False
         return self._experiment
+
+    def begin_run(self, new: bool) -> None:
+        """Called by ddpkit's loop before a stage: ``new`` for a fit that resumes nothing. A
+        logger that has written in this process goes on in its file whatever comes."""
+        self._new_run = new and self._experiment is None
 
     def log_hyperparams(
         self, params: Mapping[str, Any] | Namespace | None = None, *args: Any, **kw: Any

@@ -80,7 +80,8 @@ def distribute(
     distributed = world_size > 1 and use_distributed_sampler
     if not distributed or isinstance(loader.dataset, IterableDataset):
         # an iterable dataset shards itself (it sees the rank through torch.distributed)
-        return rebuild_loader(loader, loader.sampler, **extra) if extra else loader
+        same: Any = loader.sampler
+        return rebuild_loader(loader, same, **extra) if extra else loader
     if isinstance(inner, DistributedSampler | ShardSampler):
         return rebuild_loader(loader, inner, **extra) if extra else loader
     if inner is None or not isinstance(inner, RandomSampler | SequentialSampler):

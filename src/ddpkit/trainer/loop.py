@@ -11,10 +11,8 @@ state, the sanity check, the epochs, ``on_fit_end``. Last, ``teardown`` and the 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,6 +28,7 @@ from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import find_loader, loader_hook, num_batches
 from ddpkit.trainer.evaluation import evaluate, predict
+from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
@@ -71,46 +70,6 @@ def _is_checkpoint(callback: Any) -> bool:
     return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
 
 
-@contextlib.contextmanager
-def _deterministic(enabled: bool | str, device: torch.device) -> Iterator[None]:
-    """``Trainer(deterministic=True)`` (or "warn"): deterministic algorithms for the stage, then
-    the process's own setting again (it is global state; a later stage or test must not inherit
-    it). cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
-    ``CUBLAS_WORKSPACE_CONFIG`` unless the user did."""
-    if not enabled:
-        yield
-        return
-    previous = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    set_cublas = device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
-    if set_cublas:
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-    torch.use_deterministic_algorithms(True, warn_only=enabled == "warn")
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(previous, warn_only=warn_only)
-        if set_cublas:
-            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
-
-
-@contextlib.contextmanager
-def _benchmark(config: LoopConfig) -> Iterator[None]:
-    """``Trainer(benchmark=...)``: cuDNN's autotuner for the stage (off when deterministic)."""
-    wanted = config.benchmark
-    if wanted is None and config.deterministic:
-        wanted = False
-    if wanted is None:
-        yield
-        return
-    previous = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = wanted
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.benchmark = previous
-
-
 def run_stage(
     trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageOutput:
@@ -118,8 +77,8 @@ def run_stage(
     plugin = trainer.strategy
     with (
         plugin.running(),
-        _deterministic(config.deterministic, plugin.root_device),
-        _benchmark(config),
+        deterministic(config.deterministic, plugin.root_device),
+        benchmark(config),
     ):
         ctx = _begin(trainer, state, config, request)
         try:
@@ -163,6 +122,9 @@ def _begin(
         attach = getattr(logger, "attach", None)
         if callable(attach):
             attach(trainer.global_rank, version)
+        begin_run = getattr(logger, "begin_run", None)
+        if callable(begin_run):  # a fit that resumes nothing starts a metrics file of its own
+            begin_run(request.fn == "fit" and request.ckpt_path is None)
     ctx = StageContext(trainer, state, config, trainer.strategy, trainer.precision_plugin, model)
     state.dispatcher = ctx.dispatch
     return ctx

@@ -65,6 +65,14 @@ def _loggers(config: LoopConfig) -> list[Any]:
     return list(config.logger) if isinstance(config.logger, list) else [config.logger]
 
 
+def _say_fast_dev_run(config: LoopConfig) -> None:
+    if config.fast_dev_run:
+        rank_zero_info(
+            f"Running in `fast_dev_run` mode: will run the requested loop using "
+            f"{config.fast_dev_run} batch(es). Logging and checkpointing is suppressed."
+        )
+
+
 def _check_verbose(stage: str, verbose: Any) -> None:
     if not isinstance(verbose, bool):
         raise MisconfigurationError(
@@ -139,11 +147,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         self._state = LoopState(
             callbacks=_default_callbacks(self._config), loggers=_loggers(self._config)
         )
-        if self._config.fast_dev_run:
-            rank_zero_info(
-                f"Running in `fast_dev_run` mode: will run the requested loop using "
-                f"{self._config.fast_dev_run} batch(es). Logging and checkpointing is suppressed."
-            )
+        _say_fast_dev_run(self._config)
 
     # -- stages --------------------------------------------------------------------------------
 

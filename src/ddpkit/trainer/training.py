@@ -72,9 +72,9 @@ class FitLoop:
         self.n_train = num_batches(train, config.limit_train_batches)
         state.num_training_batches = math.inf if self.n_train is None else self.n_train
         state.val_check_batch = _val_check_batch(config.val_check_interval, self.n_train)
-        self._check_val_interval()
-        if self.n_train == 0 or self._done(start_epoch):
-            self._say_why_it_stopped(start_epoch)
+        check_val_interval(config, self.n_train)
+        if self.n_train == 0 or _done(ctx, start_epoch):
+            say_why_fit_stopped(ctx, self.n_train, start_epoch)
             return
         self.get_val = get_val if validation else None
         state.num_val_batches = [0]
@@ -83,7 +83,7 @@ class FitLoop:
         state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
         epoch = start_epoch
-        while not self._done(epoch):
+        while not _done(ctx, epoch):
             every = config.reload_dataloaders_every_n_epochs
             if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
                 train = get_train()
@@ -93,54 +93,8 @@ class FitLoop:
             self._train_epoch(train, epoch)
             epoch += 1
             state.current_epoch = epoch
-        self._say_why_it_stopped(epoch)
+        say_why_fit_stopped(ctx, self.n_train, epoch)
         ctx.dispatch.call("on_train_end")
-
-    def _check_val_interval(self) -> None:
-        """An int ``val_check_interval`` past the epoch's batches would never validate
-        (Lightning's ValueError); counting across epochs (``check_val_every_n_epoch=None``) it
-        may."""
-        config, n = self.ctx.config, self.n_train
-        interval = config.val_check_interval
-        if not isinstance(interval, int) or n is None or config.check_val_every_n_epoch is None:
-            return
-        if interval > n:
-            raise MisconfigurationError(
-                f"Trainer(val_check_interval={interval}): validation every {interval} training "
-                f"batches, but an epoch has {n}{_limited(config.limit_train_batches)}, so it "
-                f"would never run. Fix: Trainer(val_check_interval={n}) or lower, "
-                f"limit_val_batches=0 to turn validation off, or check_val_every_n_epoch=None to "
-                f"count batches across epochs."
-            )
-
-    def _say_why_it_stopped(self, epoch: int) -> None:
-        """Lightning's INFO line when a limit ends the fit (an early stop says nothing)."""
-        state, config = self.ctx.state, self.ctx.config
-        if self.n_train == 0:
-            reason = "No training batches."
-        elif 0 <= config.max_steps <= state.global_step:
-            reason = f"`max_steps={config.max_steps}` reached."
-        elif 0 <= config.max_epochs <= epoch:
-            reason = f"`max_epochs={config.max_epochs}` reached."
-        else:
-            return
-        if self.ctx.plugin.is_global_zero:
-            rank_zero_info(f"`Trainer.fit` stopped: {reason}")
-
-    def _can_stop(self) -> bool:
-        """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
-        state, config = self.ctx.state, self.ctx.config
-        min_steps = config.min_steps or 0
-        return state.current_epoch >= config.min_epochs and state.global_step >= min_steps
-
-    def _done(self, epoch: int) -> bool:
-        state, config = self.ctx.state, self.ctx.config
-        if 0 <= config.max_steps <= state.global_step:
-            return True
-        if 0 <= config.max_epochs <= epoch:
-            return True
-        met_min = epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
-        return state.should_stop and met_min
 
     def _train_epoch(self, train: Any, epoch: int) -> None:
         ctx, state, metrics = self.ctx, self.ctx.state, self.ctx.state.metrics
@@ -237,7 +191,7 @@ class FitLoop:
             count = (
                 batch_idx + 1 if config.check_val_every_n_epoch is not None else self.total_batches
             )
-            stopping = state.should_stop and self._can_stop()
+            stopping = state.should_stop and _can_stop(ctx)
             if (
                 not last
                 and self._val_epoch(epoch)
@@ -245,7 +199,7 @@ class FitLoop:
                 and self._has_val()
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
-                stopping = state.should_stop and self._can_stop()
+                stopping = state.should_stop and _can_stop(ctx)
             if boundary:
                 state.batches_stepped += 1
             if stopping or 0 <= config.max_steps <= state.global_step:
@@ -314,6 +268,54 @@ class FitLoop:
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _can_stop(ctx: StageContext) -> bool:
+    """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
+    state, config = ctx.state, ctx.config
+    return state.current_epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
+
+
+def _done(ctx: StageContext, epoch: int) -> bool:
+    state, config = ctx.state, ctx.config
+    if 0 <= config.max_steps <= state.global_step:
+        return True
+    if 0 <= config.max_epochs <= epoch:
+        return True
+    met_min = epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
+    return state.should_stop and met_min
+
+
+def check_val_interval(config: Any, n: int | None) -> None:
+    """An int ``val_check_interval`` past the epoch's batches would never validate
+    (Lightning's ValueError); counting across epochs (``check_val_every_n_epoch=None``) it
+    may."""
+    interval = config.val_check_interval
+    if not isinstance(interval, int) or n is None or config.check_val_every_n_epoch is None:
+        return
+    if interval > n:
+        raise MisconfigurationError(
+            f"Trainer(val_check_interval={interval}): validation every {interval} training "
+            f"batches, but an epoch has {n}{_limited(config.limit_train_batches)}, so it "
+            f"would never run. Fix: Trainer(val_check_interval={n}) or lower, "
+            f"limit_val_batches=0 to turn validation off, or check_val_every_n_epoch=None to "
+            f"count batches across epochs."
+        )
+
+
+def say_why_fit_stopped(ctx: StageContext, n_train: int | None, epoch: int) -> None:
+    """Lightning's INFO line when a limit ends the fit (an early stop says nothing)."""
+    state, config = ctx.state, ctx.config
+    if n_train == 0:
+        reason = "No training batches."
+    elif 0 <= config.max_steps <= state.global_step:
+        reason = f"`max_steps={config.max_steps}` reached."
+    elif 0 <= config.max_epochs <= epoch:
+        reason = f"`max_epochs={config.max_epochs}` reached."
+    else:
+        return
+    if ctx.plugin.is_global_zero:
+        rank_zero_info(f"`Trainer.fit` stopped: {reason}")
 
 
 def _val_check_batch(interval: int | float, n: int | None) -> int | float:

@@ -56,7 +56,7 @@ class Recorder(ddpkit.Module):
         return self.layer(batch.view(-1, 1)).mean() * 0
 
     def validation_step(self, batch: torch.Tensor, batch_idx: int) -> None:
-        if not self.trainer.sanity_checking:
+        if not self.trainer.sanity_checking and self.current_epoch == 0:
             self.seen["val"].append([int(v) for v in batch])
 
     def on_fit_end(self) -> None:

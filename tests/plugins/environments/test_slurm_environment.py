@@ -77,7 +77,16 @@ def test_the_rank_setters_are_ignored_and_say_so(
     assert (env.world_size(), env.global_rank()) == before
     name = type(env).__name__
     assert f"{name}.set_world_size was called, but setting world size is not allowed" in caplog.text
-    assert f"{name}.set_global_rank was called, but setting global rank is not allowed" in caplog.text
+    assert (
+        f"{name}.set_global_rank was called, but setting global rank is not allowed" in caplog.text
+    )
+
+
+def test_an_unreadable_tasks_per_node_names_the_call() -> None:
+    """Found by the flag fuzzer: the message started with the variable, not the call."""
+    env = {**slurm("srun_ntasks2", "1"), "SLURM_TASKS_PER_NODE": "x"}
+    with pytest.raises(MisconfigurationError, match=r"^Trainer\(\): SLURM_TASKS_PER_NODE='x'"):
+        resolve(Flags.of(), make_probe(env=env))
 
 
 def test_expand_nodelist_rejects_what_it_cannot_read() -> None:

@@ -240,7 +240,10 @@ class SLURMEnvironment(ClusterEnvironment):
         )
         ntasks = self.world_size()
         nodes = self.num_nodes()
-        per_node = self.tasks_per_node()
+        try:
+            per_node = self.tasks_per_node()
+        except MisconfigurationError as err:
+            raise MisconfigurationError(f"{call}: {err}") from None  # the call first, as always
         want = devices * num_nodes
         srun_fix = (
             f"Fix: start the step with `srun --nodes={num_nodes} --ntasks-per-node={devices}`"
