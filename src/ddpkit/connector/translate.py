@@ -28,32 +28,11 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.spellings import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
 __all__ = ["ACCELERATOR_NAMES", "LEGACY_ACCELERATORS", "PRECISIONS", "Request", "translate"]
-
-#: Names users may pass as ``accelerator=`` and what ddpkit does with each.
-ACCELERATOR_NAMES = ("auto", "cpu", "cuda", "gpu")
-#: Legacy accelerator strings: (accelerator, training type). ``None`` = decided by other flags;
-#: "ddp_cpu" leaves the launcher open: its old default (spawn) is what is ambiguous.
-LEGACY_ACCELERATORS: dict[str, tuple[str | None, str | None]] = {
-    "ddp_cpu": ("cpu", None),
-    "ddp_cpu_spawn": ("cpu", "ddp_spawn"),
-    "ddp": (None, "ddp"),
-    "ddp_spawn": (None, "ddp_spawn"),
-}
-PRECISIONS = {
-    "32": "32-true",
-    "32-true": "32-true",
-    "64": "64-true",
-    "64-true": "64-true",
-    "double": "64-true",
-    "16": "16-mixed",
-    "16-mixed": "16-mixed",
-    "bf16": "bf16-mixed",
-    "bf16-mixed": "bf16-mixed",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
