@@ -7,10 +7,28 @@ from typing import Any, ClassVar
 
 import torch
 
-__all__ = ["Accelerator"]
+__all__ = ["Accelerator", "LoaderHooks"]
 
 
-class Accelerator(ABC):
+class LoaderHooks:
+    """Lightning 1.x's loader hooks of an accelerator or a training type: a subclass may change
+    (wrap) the loader a rank iterates. ddpkit calls the training type's, then the
+    accelerator's, with each stage's loader after giving it the rank's shard."""
+
+    def on_reset_train_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_val_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_test_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_predict_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+
+class Accelerator(LoaderHooks, ABC):
     """A kind of device: where tensors live and which collective backend suits it.
 
     Lightning 1.x accelerators carried the training type and the precision plugin
@@ -36,21 +54,6 @@ class Accelerator(ABC):
     @abstractmethod
     def setup_process(self, device: torch.device, local_world_size: int) -> None:
         """Per-rank set-up before the model moves (current CUDA device, thread caps)."""
-
-    # -- Lightning 1.x's loader hooks: a subclass may change (wrap) the loader a rank iterates --
-
-    def on_reset_train_dataloader(self, dataloader: Any) -> Any:
-        """The training loader, after ddpkit gave it this rank's shard."""
-        return dataloader
-
-    def on_reset_val_dataloader(self, dataloader: Any) -> Any:
-        return dataloader
-
-    def on_reset_test_dataloader(self, dataloader: Any) -> Any:
-        return dataloader
-
-    def on_reset_predict_dataloader(self, dataloader: Any) -> Any:
-        return dataloader
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -105,19 +105,6 @@ class MetricLogging:
         rank_zero_only: bool = False,
     ) -> None:
         """``self.log`` for every item (Lightning's signature)."""
+        options = {k: v for k, v in locals().items() if k not in ("self", "dictionary")}
         for name, value in dictionary.items():
-            self.log(
-                name,
-                value,
-                prog_bar=prog_bar,
-                logger=logger,
-                on_step=on_step,
-                on_epoch=on_epoch,
-                reduce_fx=reduce_fx,
-                enable_graph=enable_graph,
-                sync_dist=sync_dist,
-                sync_dist_group=sync_dist_group,
-                add_dataloader_idx=add_dataloader_idx,
-                batch_size=batch_size,
-                rank_zero_only=rank_zero_only,
-            )
+            self.log(name, value, **options)

@@ -84,7 +84,9 @@ def test_the_rank_setters_are_ignored_and_say_so(
 
 def test_an_unreadable_tasks_per_node_names_the_call() -> None:
     """Found by the flag fuzzer: the message started with the variable, not the call."""
-    env = {**slurm("srun_ntasks2", "1"), "SLURM_TASKS_PER_NODE": "x"}
+    env = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2",
+           "SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NODEID": "0", "SLURM_JOB_ID": "77",
+           "SLURM_NNODES": "1", "SLURM_TASKS_PER_NODE": "x"}  # fmt: skip
     with pytest.raises(MisconfigurationError, match=r"^Trainer\(\): SLURM_TASKS_PER_NODE='x'"):
         resolve(Flags.of(), make_probe(env=env))
 
