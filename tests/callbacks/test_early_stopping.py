@@ -116,7 +116,10 @@ def test_its_state_is_saved_and_restored(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"monitor": "val_loss", "mode": "lowest"}, r"EarlyStopping\(mode='lowest'\)"),
+        (
+            {"monitor": "val_loss", "mode": "lowest"},
+            r"\(mode='lowest'\): `mode` can be .* got lowest",
+        ),
         ({"monitor": ""}, r"EarlyStopping\(monitor=''\)"),
         ({"monitor": "val_loss", "patience": -1}, r"EarlyStopping\(patience=-1\)"),
         # issue 22: a TypeError after the first epoch before

@@ -72,7 +72,10 @@ def test_without_a_logger_it_says_so(tmp_path: Path) -> None:
         callbacks=[LearningRateMonitor()],
         **options(max_epochs=1),
     )
-    with pytest.raises(MisconfigurationError, match=r"LearningRateMonitor.*logger=False.*Fix"):
+    with pytest.raises(
+        MisconfigurationError,
+        match=r"LearningRateMonitor.*logger=False.*`Trainer` that has no logger.*Fix",
+    ):
         trainer.fit(Scripted(), data())
     with pytest.raises(MisconfigurationError, match=r"logging_interval='hourly'"):
         LearningRateMonitor(logging_interval="hourly")

@@ -11,6 +11,7 @@ import pytest
 import torch
 from callback_models import BATCHES, Scripted, data, options
 
+import ddpkit
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import ModelCheckpoint
 from ddpkit.callbacks.checkpoint import format_checkpoint_name
@@ -220,14 +221,16 @@ def test_the_callback_state_travels_in_the_checkpoint_and_comes_back(tmp_path: P
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): `mode` can be min, max"),
-        ({"save_top_k": -2}, r"ModelCheckpoint\(save_top_k=-2\)"),
-        ({"save_top_k": 3}, r"ModelCheckpoint\(save_top_k=3, monitor=None\).*Fix: pass monitor="),
+        # Lightning 1.4's phrases, which its tests match (test_model_checkpoint_mode_options ...)
+        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): `mode` can be min, max but got best"),
+        ({"save_top_k": -2}, r"ModelCheckpoint\(save_top_k=-2\): Must be >= -1"),
+        ({"save_top_k": 3}, r"ModelCheckpoint\(save_top_k=3, monitor=None\) is not a valid .*Fix"),
         (
             {"every_n_epochs": 2, "every_n_train_steps": 5},
             r"every_n_train_steps=5, every_n_epochs=2\): Combination of parameters",
         ),
-        ({"every_n_epochs": -1}, r"every_n_epochs=-1"),
+        ({"every_n_epochs": -1}, r"every_n_epochs=-1\): Must be >= 0"),
+        ({"every_n_train_steps": -3}, r"every_n_train_steps=-3\): Must be >= 0"),
         ({"save_last": "yes"}, r"save_last='yes'"),
         ({"train_time_interval": 5}, r"train_time_interval=5.*timedelta"),
         # issue 22: each of these failed after an epoch's work (or with a raw Python error)
@@ -285,6 +288,16 @@ def test_checkpointing_off_with_a_checkpoint_callback_is_a_contradiction() -> No
         MisconfigurationError, match=r"enable_checkpointing=False, callbacks=\[ModelCheckpoint"
     ):
         Trainer(enable_checkpointing=False, callbacks=[ModelCheckpoint()])
+    # the keyword the user wrote, in Lightning 1.4's words (test_configure_model_checkpoint)
+    with (
+        pytest.warns(ddpkit.DDPKitDeprecationWarning),
+        pytest.raises(
+            MisconfigurationError,
+            match=r"^Trainer\(checkpoint_callback=False, .*checkpoint_callback=False but found "
+            r"ModelCheckpoint in callbacks list",
+        ),
+    ):
+        Trainer(checkpoint_callback=False, callbacks=[ModelCheckpoint()])
 
 
 def test_weights_only_checkpoints_hold_no_optimizer(tmp_path: Path) -> None:

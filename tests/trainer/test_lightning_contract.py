@@ -228,3 +228,15 @@ def test_a_read_only_folder_is_refused_before_the_first_step(tmp_path: Path) -> 
     for line, who in zip(lines, ("ModelCheckpoint(dirpath=", "CSVLogger(save_dir="), strict=True):
         assert line.startswith("REFUSED [] Trainer.fit: " + who), line  # no step ran
         assert "is not writable by this process" in line and "Fix:" in line
+
+
+def test_resuming_past_max_epochs_is_refused(tmp_path: Path) -> None:
+    """Lightning's FitLoop check: fit(ckpt_path=) with max_epochs below the checkpoint's epoch
+    raises (ddpkit ran no epoch and reported success)."""
+    trainer = Trainer(**quiet(tmp_path, max_epochs=3))
+    trainer.fit(Recorder(), DataLoader(regression_data(), 8))
+    path = tmp_path / "three.ckpt"
+    trainer.save_checkpoint(path)
+    again = Trainer(**quiet(tmp_path, max_epochs=1))
+    with pytest.raises(MisconfigurationError, match=r"current_epoch=3.*max_epochs=1.*Fix:"):
+        again.fit(Recorder(), DataLoader(regression_data(), 8), ckpt_path=str(path))
