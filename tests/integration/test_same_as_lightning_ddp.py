@@ -11,6 +11,7 @@ single, unbatched samples, in order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,11 @@ from torch.utils.data import BatchSampler, DataLoader
 from training_scripts.batch_samplers import Recorder, Threes, loaders
 
 from ddpkit import Trainer
+
+# Importing Lightning exports PYTORCH_NVML_BASED_CUDA_CHECK (its process-wide setting): done at
+# collection, the root conftest's environment guard does not blame the test.
+with contextlib.suppress(ImportError):
+    import pytorch_lightning  # noqa: F401
 
 
 def lightning_batches(loader: DataLoader[Any], shuffle: bool) -> list[list[list[int]]]:
