@@ -99,10 +99,17 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     # Lightning's meaning: written by the last epoch (0-based), which a resume continues after.
     assert (saved["epoch"], saved["global_step"]) == (epochs - 1, steps)
     assert saved["loops"]["epochs_completed"] == epochs
-    # Everything went under --root-dir, and this run's metrics replaced the stale ones.
+    # Everything went under --root-dir; this run's metrics are its own file, and the stale
+    # run's were set aside, not lost.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    assert sorted(p.name for p in root.iterdir()) == ["checkpoints", "metrics.csv", "spirals.png"]
+    assert sorted(p.name for p in root.iterdir()) == [
+        "checkpoints",
+        "metrics-v1.csv",
+        "metrics.csv",
+        "spirals.png",
+    ]
     assert "stale" not in (root / "metrics.csv").read_text()
+    assert "stale" in (root / "metrics-v1.csv").read_text()
 
 
 @pytest.mark.timeout(120)
@@ -116,7 +123,8 @@ def test_each_epoch_line_is_printed_before_fit_returns(
         print("<fit returned>", flush=True)
 
     monkeypatch.setattr(Trainer, "fit", fit_then_say_so)
-    monkeypatch.setenv("DDPKIT_SEED", "7")  # seed_everything exports it; undone after the test
+    for name in ("DDPKIT_SEED", "PL_GLOBAL_SEED", "PL_SEED_WORKERS"):
+        monkeypatch.setenv(name, "7")  # seed_everything exports them; undone after the test
     example = _example()
     example.main(["--variant=single", "--epochs=2", "--samples=1024", "--batch-size=16",
                   f"--root-dir={tmp_path}"])  # fmt: skip

@@ -202,6 +202,13 @@ DDP_FIT = """
         assert trainer.world_size == 2
         with open(RECORD, "a") as fh:
             fh.write(f"{{trainer.global_rank}} {{os.environ['PYTEST_CURRENT_TEST']}} {{os.getpid()}}\\n")
+
+    @pytest.mark.standalone
+    def test_fit_in_a_cleared_environment(tmp_path):
+        from unittest import mock
+
+        with mock.patch.dict(os.environ, {{"CUDA_VISIBLE_DEVICES": ""}}, clear=True):
+            fit(Tiny(), tmp_path)
 """
 
 
@@ -212,7 +219,17 @@ def test_a_trainer_with_ddpplugin_runs_in_a_standalone_test(
     record = tmp_path / "record"
     write(pytester, "test_ddp", (DDP + DDP_FIT).format(record=str(record)))
     result = pytester.runpytest_subprocess(*PLUGIN, timeout=220)
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, failed=1)
+    # A marked test that cleared os.environ is told so (it was told to add the mark it has).
+    result.stdout.fnmatch_lines(
+        [
+            "E *LaunchError: DDPPlugin starts the other ranks by re-running this process's "
+            "command line (python -m*pytest *), and this @pytest.mark.standalone test removed the "
+            "variables that make each rank run it as that test's rank (DDPKIT_STANDALONE_CHILD "
+            "and the rank variables) from os.environ (mock.patch.dict(os.environ, {...}, "
+            "clear=True)?). Fix: patch without clear=True, or start from a copy: *"
+        ]
+    )
     lines = sorted(record.read_text().splitlines())
     assert len(lines) == 3, lines
     rank0, rank1, other = (line.split() for line in lines)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from ddpkit.launchers.pytest_session import remember_isolated_test
 from ddpkit.testing import distributed, leaks, runner, session_fork
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
@@ -103,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _become_child(config: pytest.Config, child: IsolatedProcess) -> None:
     """This process is one of an isolated test's: leave its reports for the parent."""
+    remember_isolated_test()  # a test may clear os.environ around a DDPPlugin fit
     child.start()
     config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
     config.stash[_CHILD] = child

@@ -9,6 +9,8 @@ per batch ``on_{stage}_batch_start`` / the step / ``on_{stage}_batch_end``, then
 from __future__ import annotations
 
 import contextlib
+import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -48,7 +50,7 @@ def log_epoch_row(ctx: StageContext, values: dict[str, float]) -> None:
     row = {**values, "epoch": state.current_epoch}
     state.epoch_rows += 1
     for logger in state.loggers:
-        logger.log_metrics(row, step=state.global_step)
+        logger.log_metrics(row, step=state.batches_stepped)
 
 
 def _mode(model: Any) -> dict[Any, bool]:
@@ -74,31 +76,42 @@ def evaluate(
     epoch_end = warn_legacy_hook(
         model, f"{name}_epoch_end", f"collect outputs in {name}_step and use on_{name}_epoch_end()"
     )
+    if not sanity:
+        _count_batches(ctx, stage, n)
     previous = (metrics.stage, metrics.step_level)
-    metrics.stage, metrics.step_level, metrics.enabled = stage, False, not sanity
+    metrics.stage, metrics.step_level, metrics.sanity = stage, False, sanity
     mode = _mode(model)
-    if module_hook(model, f"on_{name}_model_eval") is not None:
-        dispatch.call_module(f"on_{name}_model_eval")
-    else:
-        model.eval()
-    dispatch.call(f"on_{name}_start")
-    dispatch.call(f"on_{name}_epoch_start")
-    bar = ctx.state.progress
-    bar.start(n, "sanity check" if sanity else stage)
+    # The whole epoch, its hooks too, under no_grad / inference_mode (Lightning's loop is).
     with no_grad(ctx):
+        if module_hook(model, f"on_{name}_model_eval") is not None:
+            dispatch.call_module(f"on_{name}_model_eval")
+        else:
+            model.eval()
+        dispatch.call(f"on_{name}_start")
+        dispatch.call(f"on_{name}_epoch_start")
+        bar = ctx.state.progress
+        bar.start(n, "sanity check" if sanity else stage)
         outputs = _batches(ctx, name, loader, n, step, step_end, keep=epoch_end is not None)
-        if epoch_end is not None:
-            epoch_end(outputs)
-    bar.close()
-    values = _close_epoch(ctx, stage, name, sanity)
-    metrics.stage, metrics.step_level = previous
-    metrics.enabled = True
-    dispatch.call(f"on_{name}_end")
-    if module_hook(model, f"on_{name}_model_train") is not None:
-        dispatch.call_module(f"on_{name}_model_train")
-    else:
-        _restore(mode)
+        bar.close()
+        values = _close_epoch(ctx, stage, name, sanity, lambda: epoch_end and epoch_end(outputs))
+        metrics.stage, metrics.step_level = previous
+        metrics.sanity = False
+        dispatch.call(f"on_{name}_end")
+        if module_hook(model, f"on_{name}_model_train") is not None:
+            dispatch.call_module(f"on_{name}_model_train")
+        else:
+            _restore(mode)
     return values
+
+
+def _count_batches(ctx: StageContext, stage: str, n: int | None) -> None:
+    """``trainer.num_val_batches`` / ``num_test_batches`` of the running epoch (Lightning's:
+    one count per loader, ``inf`` for a loader without a length)."""
+    counts: list[int | float] = [math.inf if n is None else n]
+    if stage == "validate":
+        ctx.state.num_val_batches = counts
+    else:
+        ctx.state.num_test_batches = counts
 
 
 def _batches(
@@ -127,21 +140,36 @@ def _batches(
             outputs.append(out)
         for hook in batch_end:
             hook(out, batch, batch_idx)
+        _eval_step_row(ctx, batch_idx)
         bar.update(bar_values)
     return outputs
 
 
-def _close_epoch(ctx: StageContext, stage: str, name: str, sanity: bool) -> dict[str, float]:
-    """The epoch's values published before ``on_{name}_epoch_end`` (so callbacks read them in
-    ``trainer.callback_metrics``) and again after it, with what that hook logged."""
+def _eval_step_row(ctx: StageContext, seen: int) -> None:
+    """The batch's ``on_step`` values to the loggers, at the batch's number within this
+    evaluation (Lightning's ``update_eval_step_metrics``)."""
+    pending = ctx.state.metrics.eval_step_row
+    if not pending:
+        return
+    row = {name: float(value) for name, value in pending.items()}
+    pending.clear()
+    for logger in ctx.state.loggers:
+        logger.log_metrics(row, step=seen)
+
+
+def _close_epoch(
+    ctx: StageContext, stage: str, name: str, sanity: bool, legacy_epoch_end: Callable[[], Any]
+) -> dict[str, float]:
+    """The epoch's values published before the epoch-end hooks (the 1.x ``{name}_epoch_end``,
+    then ``on_{name}_epoch_end``), so they read them in ``trainer.callback_metrics``, and what
+    those hooks log as it is logged; then the epoch's row goes to the loggers."""
     metrics = ctx.state.metrics
-    if sanity:
-        ctx.dispatch.call(f"on_{name}_epoch_end")
-        metrics.discard_epoch(stage)
-        return {}
-    values = metrics.end_epoch(stage)
+    values = metrics.end_epoch(stage, closing=True)
+    legacy_epoch_end()
     ctx.dispatch.call(f"on_{name}_epoch_end")
     values.update(metrics.end_epoch(stage))
+    if sanity:
+        return {}  # the sanity check's values go to no logger
     log_epoch_row(ctx, values)
     return values
 
@@ -153,6 +181,7 @@ def predict(
     shards gathered one after another); None when ``keep`` is False."""
     model, dispatch = ctx.model, ctx.dispatch
     n = num_batches(loader, limit)
+    ctx.state.num_predict_batches = [math.inf if n is None else n]
     step = module_hook(model, "predict_step")
     mode = _mode(model)
     if module_hook(model, "on_predict_model_eval") is not None:

@@ -168,7 +168,8 @@ def map_legacy(name: str, value: Any) -> tuple[dict[str, Any], Callable[[], None
         raise bad(
             name,
             value,
-            f"a Lightning 1.x keyword that takes {_ACCEPTS[name]}. Fix: {spell(_EXAMPLES[name])}.",
+            f"Invalid type provided for {name}: a Lightning 1.x keyword that takes "
+            f"{_ACCEPTS[name]}. Fix: {spell(_EXAMPLES[name])}.",
         )
     message = (
         f"{call(name, value)} is a Lightning 1.x keyword; ddpkit still honours it. The same, "

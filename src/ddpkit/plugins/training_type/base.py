@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from ddpkit.accelerators.base import Accelerator
+from ddpkit.accelerators.base import Accelerator, LoaderHooks
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
@@ -117,7 +117,7 @@ def _flag(call: str, name: str, value: Any, *, optional: bool = False) -> Any:
     )
 
 
-class TrainingTypePlugin:
+class TrainingTypePlugin(LoaderHooks):
     """How ranks cooperate. See the module docstring for the given / connected split.
 
     A subclass of :class:`SingleDevicePlugin`, :class:`DDPPlugin` or :class:`DDPSpawnPlugin`
@@ -280,6 +280,12 @@ class TrainingTypePlugin:
 
     def all_gather_object(self, obj: Any) -> list[Any]:
         return [obj]
+
+    @property
+    def setup_optimizers_in_pre_dispatch(self) -> bool:
+        """Lightning 1.x: True creates the optimizers after the model is wrapped (and after
+        ``on_fit_start``), for a training type that needs the wrapped model's parameters."""
+        return False
 
     def on_exception(self, exc: BaseException) -> None:
         """A stage raised ``exc`` on this rank: add what the training type knows about it."""
