@@ -38,7 +38,10 @@ TORCHRUN = {
 
 
 def legacy_trainer(**kwargs: Any) -> tuple[Trainer, list[str]]:
-    """Build the Trainer; return it with the messages of the DDPKitDeprecationWarnings."""
+    """Build the Trainer on Lightning's own DDP (``supervise=False``: the objects here are what
+    plain Lightning builds; by default ddpkit supervises, test_supervised.py); return it with the
+    messages of the DDPKitDeprecationWarnings."""
+    kwargs.setdefault("supervise", False)
     with pytest.warns(DDPKitDeprecationWarning) as record:
         trainer = Trainer(logger=False, enable_progress_bar=False, **kwargs)
     return trainer, [str(w.message) for w in record if w.category is DDPKitDeprecationWarning]
@@ -343,3 +346,41 @@ def test_the_plans_other_warnings_are_passed_on() -> None:
         )
     assert any("GPUs will not be used" in note for note in translation.notes)
     assert not [w for w in record if issubclass(w.category, DDPKitWarning)]  # the Trainer warns
+
+
+# -- what Lightning answered with a raw error: a plan, or the fix -------------------------------
+
+
+def test_a_lightning_environment_outside_its_job_is_refused_naming_the_launcher() -> None:
+    # Lightning's own SLURMEnvironment reads SLURM_NTASKS: KeyError outside a SLURM job.
+    with pytest.raises(
+        MisconfigurationError,
+        match=r"^Trainer\(num_processes=2, plugins=\[SLURMEnvironment\(\.\.\.\)\]\): "
+        r"plugins=\[SLURMEnvironment\(\)\] reads the ranks of a job its launcher started, .*"
+        r"Fix: start the script with that launcher \(srun for SLURMEnvironment",
+    ):
+        Trainer(num_processes=2, plugins=[SLURMEnvironment()], logger=False)
+
+
+@pytest.mark.parametrize("name", ["accelerator", "devices", "strategy"])
+def test_1x_none_defaults_of_the_device_flags_plan_one_cpu_process(name: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DDPKitWarning)  # 1.x's defaults: nothing to say
+        trainer = Trainer(**{name: None}, logger=False)
+    assert type(trainer.strategy) is SingleDeviceStrategy
+    assert trainer.plan is not None and trainer.plan.world_size == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"accelerator": "ddp_cpuu"}, r"^Trainer\(accelerator='ddp_cpuu'\): no such accelerator in "
+         r"Lightning 2\.x, nor in 1\.x \(did you mean 'ddp_cpu'\?\)\. Choose one of 'auto', 'cpu'"),
+        ({"strategy": "ddp_spwn"}, r"^Trainer\(strategy='ddp_spwn'\): no such strategy .*\(did you "
+         r"mean 'ddp_spawn'\?\)"),
+        ({"accelerator": "ddp_cpuu", "num_processes": 2}, r"did you mean 'ddp_cpu'\?"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_device_name_gets_a_did_you_mean(flags: dict[str, Any], message: str) -> None:
+    with pytest.raises(MisconfigurationError, match=message):
+        Trainer(**flags, logger=False)

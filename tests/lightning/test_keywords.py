@@ -4,6 +4,7 @@ the replacement named."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from pytorch_lightning.profilers import PassThroughProfiler, SimpleProfiler  # n
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from ddpkit import DDPKitDeprecationWarning, MisconfigurationError  # noqa: E402
+from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import Trainer  # noqa: E402
 from ddpkit.lightning.callbacks import GradNormLogger  # noqa: E402
 from ddpkit.lightning.keyword_table import KEYWORDS  # noqa: E402
@@ -79,7 +80,6 @@ def the_message(messages: list[str], keyword: str) -> str:
         ({"terminate_on_nan": True}, "detect_anomaly=True"),
         ({"replace_sampler_ddp": False}, "use_distributed_sampler=False"),
         ({"reload_dataloaders_every_epoch": True}, "reload_dataloaders_every_n_epochs=1"),
-        ({"max_steps": None}, "max_steps=-1"),
         ({"profiler": True}, "profiler='simple'"),
         ({"log_gpu_memory": "all"}, "callbacks=[DeviceStatsMonitor()]"),
         ({"resume_from_checkpoint": "last.ckpt"}, "trainer.fit(model, ckpt_path='last.ckpt')"),
@@ -107,24 +107,20 @@ def test_a_mapped_keyword_warns_once_with_its_2x_spelling(
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"weights_summary": "top"},
-        {"progress_bar_refresh_rate": None},
-        {"process_position": 0},
+        {"progress_bar_refresh_rate": 1},  # 1.0–1.1's default: Lightning's bar, every batch
+        {"checkpoint_callback": True},
         {"terminate_on_nan": False},
-        {"stochastic_weight_avg": False},
         {"flush_logs_every_n_steps": 100},
-        {"move_metrics_to_cpu": False},
-        {"multiple_trainloader_mode": "max_size_cycle"},
-        {"amp_backend": "native"},
-        {"amp_level": None},
-        {"auto_select_gpus": True},  # no gpus=: 1.x picked nothing either
-        {"track_grad_norm": -1},
         {"prepare_data_per_node": True},
-        {"truncated_bptt_steps": None},
+        {"amp_backend": "native"},
+        {"amp_level": "O2"},  # 1.0–1.4's default: 1.x read it only with Apex
+        {"auto_select_gpus": True},  # no gpus=: 1.x picked nothing either
+        {"auto_select_gpus": False},
+        {"truncated_bptt_steps": 0},
         {"automatic_optimization": True},
-        {"resume_from_checkpoint": None},
-        {"gpus": None},
-        {"num_processes": None},
+        {"enable_pl_optimizer": True},
+        {"max_steps": None},
+        {"profiler": False},
     ],
 )
 def test_a_value_that_asks_for_the_2x_default_says_drop_it(kwargs: dict[str, Any]) -> None:
@@ -133,6 +129,32 @@ def test_a_value_that_asks_for_the_2x_default_says_drop_it(kwargs: dict[str, Any
     assert the_message(messages, keyword).endswith(
         "it asks for what Lightning 2.x does. Fix: drop it."
     )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"weights_summary": "top"},
+        {"progress_bar_refresh_rate": None},
+        {"process_position": 0},
+        {"stochastic_weight_avg": False},
+        {"move_metrics_to_cpu": False},
+        {"multiple_trainloader_mode": "max_size_cycle"},
+        {"amp_level": None},
+        {"track_grad_norm": -1},
+        {"truncated_bptt_steps": None},
+        {"resume_from_checkpoint": None},
+        {"accumulate_grad_batches": None},
+        {"gpus": None},
+        {"num_processes": None},
+        {"supervise": None},
+    ],
+)
+def test_the_last_1x_default_says_nothing(kwargs: dict[str, Any]) -> None:
+    # What a tool passing every default of the signature (LightningCLI, from_argparse_args) sends.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DDPKitWarning)
+        Trainer(accelerator="cpu", devices=1, logger=False, **kwargs)
 
 
 def test_mapped_keywords_have_their_effect() -> None:
@@ -264,12 +286,10 @@ def test_1x_stage_keywords_are_renamed(tmp_path: Path) -> None:
             {"amp_backend": "apex"},
             r"NVIDIA Apex went with it\. Fix: drop it and pass precision='16-mixed'",
         ),
-        ({"amp_level": "O2"}, r"NVIDIA Apex"),
         ({"truncated_bptt_steps": 5}, r"manual optimization"),
-        ({"automatic_optimization": False}, r"self\.automatic_optimization = False"),
         ({"enable_pl_optimizer": False}, r"LightningOptimizer"),
         ({"weights_save_path": "w"}, r"callbacks=\[ModelCheckpoint\(dirpath='w'\)\]"),
-        ({"weights_summary": "some"}, r"Lightning 1\.x took 'top', 'full' or None"),
+        ({"weights_summary": "some"}, r"Lightning 1\.x took None, 'top' or 'full'"),
         ({"track_grad_norm": 0}, r"-1, a positive number or 'inf'"),
         (
             {"checkpoint_callback": False, "enable_checkpointing": True},
@@ -284,6 +304,30 @@ def test_a_keyword_lightning_2x_cannot_honour_is_refused(
 ) -> None:
     with pytest.raises(MisconfigurationError, match=message):
         Trainer(accelerator="cpu", devices=1, logger=False, **kwargs)
+
+
+class Manual(Tiny):
+    """A 1.1–1.2 module written for ``Trainer(automatic_optimization=False)``."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        optimizer = self.optimizers()
+        x, y = batch
+        loss = nn.functional.mse_loss(self.layer(x), y)
+        optimizer.zero_grad()
+        self.manual_backward(loss)
+        optimizer.step()
+
+
+def test_automatic_optimization_false_runs_the_module_on_manual_optimization(
+    tmp_path: Path,
+) -> None:
+    trainer, messages = build(automatic_optimization=False, max_steps=3, default_root_dir=tmp_path)
+    assert "self.automatic_optimization = False" in the_message(messages, "automatic_optimization")
+    model = Manual()
+    before = model.layer.weight.detach().clone()
+    trainer.fit(model)
+    assert trainer.global_step == 3 and not torch.equal(before, model.layer.weight)
+    assert model.automatic_optimization is False  # 1.x's module read the switch from its Trainer
 
 
 def test_distributed_backend_is_1x_accelerator() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime
 import warnings
+from typing import Any
 
 import pytest
 
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
-from pytorch_lightning.strategies import SingleDeviceStrategy  # noqa: E402
+from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy  # noqa: E402
 
 import ddpkit.launchers  # noqa: E402
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
@@ -83,9 +84,35 @@ def test_under_torchrun_nothing_is_launched_but_the_ranks_are_connected_by_ddpki
 
 def test_supervise_takes_a_bool() -> None:
     with pytest.raises(
-        MisconfigurationError, match=r"Trainer\(supervise='yes'\): pass True or False"
+        MisconfigurationError,
+        match=r"Trainer\(supervise='yes'\): pass True, False, or leave it out",
     ):
         Trainer(supervise="yes")
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"accelerator": "ddp_cpu", "num_processes": 2},
+        {"num_processes": 2, "plugins": ["ddp_find_unused_parameters_false"]},
+        {"num_processes": 2, "plugins": [DDPPlugin(static_graph=True)]},
+    ],
+)
+def test_a_plan_ddpkit_resolved_is_supervised_by_default(flags: dict[str, Any]) -> None:
+    with pytest.warns(DDPKitDeprecationWarning):
+        ours = Trainer(logger=False, **flags)
+        plain = Trainer(logger=False, supervise=False, **flags)
+    assert type(ours.strategy) is SupervisedDDPStrategy
+    assert type(plain.strategy) is DDPStrategy
+    # The same DDP underneath: Lightning's strategy with the plugin's options.
+    for attr in ("_start_method", "_ddp_kwargs", "_process_group_backend"):
+        assert getattr(ours.strategy, attr) == getattr(plain.strategy, attr), attr
+    assert ours.lightning_call == plain.lightning_call
+
+
+def test_a_call_in_lightnings_own_spelling_is_left_to_lightning() -> None:
+    trainer = Trainer(accelerator="cpu", devices=2, strategy="ddp", logger=False)
+    assert type(trainer.strategy) is DDPStrategy and trainer.plan is None
 
 
 def test_a_start_method_ddpkit_does_not_have_is_refused() -> None:

@@ -121,6 +121,7 @@ def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
     passthrough: list[Any] = []
     for plugin in items:
         if isinstance(plugin, LightningClusterEnvironment):
+            _check_detected(call, plugin)
             mine.append(from_lightning(plugin))
         elif isinstance(plugin, CheckpointIO | LayerSync):
             passthrough.append(plugin)
@@ -133,6 +134,19 @@ def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
         else:
             mine.append(plugin)
     return mine, passthrough
+
+
+def _check_detected(call: str, environment: LightningClusterEnvironment) -> None:
+    """A Lightning environment reads its job from the variables its launcher set; outside such a
+    job it cannot answer (Lightning's SLURMEnvironment: ``KeyError: 'SLURM_NTASKS'``)."""
+    if not type(environment).detect():
+        name = type(environment).__name__
+        raise MisconfigurationError(
+            f"{call}: plugins=[{name}()] reads the ranks of a job its launcher started, but "
+            f"this process was not started by one ({name}.detect() is False). Fix: start the "
+            f"script with that launcher (srun for SLURMEnvironment, torchrun for "
+            f"TorchElasticEnvironment), or drop plugins=[{name}()] and let ddpkit detect the job."
+        )
 
 
 def _refuse_lightning_objects(call: str, given: dict[str, Any]) -> None:

@@ -50,6 +50,10 @@ class EpochEndOutputs(pl.Callback):
         if loop not in self.hooks:
             return
         kept = self.outputs.pop(loop, {})
+        several: Any = vars(pl_module).get("training_step")
+        if loop == "train" and hasattr(several, "state"):  # 1.x's optimizers, one pass each
+            self.hooks[loop](pl_module, several.state.take_epoch_outputs())
+            return
         if loaders > 1:
             outputs: list[Any] = [kept.get(i, []) for i in range(loaders)]
         else:

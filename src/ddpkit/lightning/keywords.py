@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.trainer.legacy_table import Row
 
-__all__ = ["BadValue", "Keyword", "Refusal", "Rewrite", "quote"]
+__all__ = ["NOTHING", "Keyword", "Refusal", "Rewrite", "quote"]
 
 
 def quote(name: str, value: Any) -> str:
@@ -31,14 +32,6 @@ class Refusal(Exception):
     def __init__(self, why: str, fix: str) -> None:
         super().__init__(why, fix)
         self.why, self.fix = why, fix
-
-
-class BadValue(Exception):
-    """Raised by a handler: not a value Lightning 1.x took; ``expected`` says which it took."""
-
-    def __init__(self, expected: str) -> None:
-        super().__init__(expected)
-        self.expected = expected
 
 
 @dataclass
@@ -63,6 +56,8 @@ class Rewrite:
     """What ``trainer.tune()`` runs: ``{"lr_find": attr_name, "scale_batch_size": mode}``."""
     progress_bar: dict[str, Any] = field(default_factory=dict)
     """``TQDMProgressBar`` arguments (``refresh_rate``, ``process_position``)."""
+    automatic_optimization: bool | None = None
+    """Set on the module of every stage (1.1–1.2's ``Trainer(automatic_optimization=False)``)."""
     current: str = ""
     """The 1.x keyword being applied, as written (``weights_summary=None``)."""
 
@@ -81,46 +76,73 @@ class Rewrite:
         self.callbacks.append(callback)
 
 
-#: A 1.x keyword's handler: applies the value to the rewrite and returns the Lightning 2.x
-#: spelling for the warning (None: the value asks for what 2.x does anyway), or raises.
+#: A 1.x keyword's handler: applies a value that asks for something to the rewrite. It returns
+#: None (the row's Lightning 2.x spelling names what it became), its own spelling, or
+#: :data:`NOTHING` (this value asks for nothing after all); or it raises :class:`Refusal`.
 Handler = Callable[[Any, Rewrite], "str | None"]
+#: A handler's answer: the value asks for what Lightning 2.x does anyway.
+NOTHING = "\0nothing"
 
 
 @dataclass(frozen=True)
 class Keyword:
-    """One keyword of Lightning 1.x's Trainer that Lightning 2.x removed (or whose 1.x values it
-    no longer takes)."""
+    """What ``ddpkit.lightning.Trainer`` does with one row of the shared table
+    (:mod:`ddpkit.trainer.legacy_table`)."""
 
-    name: str
-    removed: str
-    """The Lightning version that removed it (or the value)."""
-    handler: Handler
-    still_a_keyword: bool = False
-    """True for keywords 2.x kept, with some 1.x values removed (``max_steps=None``): the
-    handler returns ``""`` for a value 2.x takes, and the value goes on unchanged."""
+    row: Row
+    handler: Handler | None = None
+    """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``)."""
+
+    @property
+    def name(self) -> str:
+        return self.row.name
+
+    @property
+    def removed(self) -> str:
+        return self.row.removed
+
+    @property
+    def still_a_keyword(self) -> bool:
+        return self.row.kept
 
     def apply(self, value: Any, rewrite: Rewrite) -> None:
-        rewrite.current = f"{self.name}={value!r}"
-        try:
-            spelling = self.handler(value, rewrite)
-        except Refusal as refusal:
-            raise MisconfigurationError(
-                f"{quote(self.name, value)}: removed in Lightning {self.removed}, and "
-                f"{refusal.why}. Fix: {refusal.fix}."
-            ) from None
-        except BadValue as bad:
-            raise MisconfigurationError(
-                f"{quote(self.name, value)}: Lightning 1.x took {bad.expected}. Fix: pass one "
-                f"of those, or drop it."
-            ) from None
-        if spelling == "":
-            rewrite.kwargs[self.name] = value
+        row = self.row
+        nothing = row.asks_for_nothing(value)
+        if nothing is True:
+            return  # the last 1.x default: what Trainer(...) without it does
+        if row.kept and nothing is None and not row.check(value):
+            rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes: Lightning's to check
             return
-        what = "this value was removed" if self.still_a_keyword else "removed"
-        head = f"{quote(self.name, value)}: {what} in Lightning {self.removed}"
-        if spelling is None:
+        if nothing is None and not row.check(value):
+            raise MisconfigurationError(
+                f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
+                f"those, or drop it."
+            )
+        rewrite.current = f"{row.name}={value!r}"
+        spelling = self._spelling(value, rewrite, asks=nothing is None)
+        what = "this value was removed" if row.kept else "removed"
+        head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
+        if spelling == NOTHING:
             rewrite.messages.append(f"{head}; it asks for what Lightning 2.x does. Fix: drop it.")
         else:
             rewrite.messages.append(
                 f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
             )
+
+    def _spelling(self, value: Any, rewrite: Rewrite, *, asks: bool) -> str:
+        row = self.row
+        if not asks:
+            return NOTHING  # nothing to pass on: Trainer(...) without it does the same
+        if row.gone:
+            raise MisconfigurationError(
+                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
+                f"Fix: {row.spelling(value)}."
+            )
+        try:
+            answer = self.handler(value, rewrite) if self.handler is not None else NOTHING
+        except Refusal as refusal:
+            raise MisconfigurationError(
+                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and "
+                f"{refusal.why}. Fix: {refusal.fix}."
+            ) from None
+        return row.spelling(value) if answer is None else answer

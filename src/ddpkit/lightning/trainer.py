@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from argparse import ArgumentParser, Namespace
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,9 +14,13 @@ from pytorch_lightning.loggers import CSVLogger
 
 from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.lightning import arguments
 from ddpkit.lightning.epoch_end import epoch_end_hooks
 from ddpkit.lightning.hooks import check_hooks
 from ddpkit.lightning.keywords import Rewrite
+from ddpkit.lightning.multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
+from ddpkit.lightning.signature import trainer_signature
+from ddpkit.lightning.tips import quiet_tips
 from ddpkit.lightning.translate import translate
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
@@ -52,6 +57,7 @@ class Trainer(pl.Trainer):
     """
 
     def __init__(self, **kwargs: Any) -> None:
+        quiet_tips()
         translation = translate(kwargs)
         for message in translation.deprecations:
             rank_zero_warn(message, DDPKitDeprecationWarning)
@@ -71,6 +77,50 @@ class Trainer(pl.Trainer):
                 if isinstance(logger, CSVLogger):
                     # What CSVLogger(flush_logs_every_n_steps=...) sets at construction.
                     logger._flush_logs_every_n_steps = flush
+
+    # -- Lightning 1.x's argparse API (removed in 2.0): ddpkit.lightning.arguments -----------
+
+    @classmethod
+    def add_argparse_args(
+        cls, parent_parser: ArgumentParser, *, use_argument_group: bool = True
+    ) -> ArgumentParser:
+        """Lightning 1.x's: a ``--<keyword>`` per Trainer keyword (1.x's and 2.x's), typed from
+        the signature as 1.x typed them (``--gpus 2``, ``--accelerator ddp_cpu``,
+        ``--num_processes 2``, ``--plugins ddp_find_unused_parameters_false``)."""
+        return arguments.add_argparse_args(
+            cls, parent_parser, use_argument_group=use_argument_group
+        )
+
+    @classmethod
+    def from_argparse_args(cls, args: Namespace | ArgumentParser, **kwargs: Any) -> Trainer:
+        """Lightning 1.x's: the Trainer the parsed arguments ask for (``kwargs`` override)."""
+        trainer: Trainer = arguments.from_argparse_args(cls, args, **kwargs)
+        return trainer
+
+    @classmethod
+    def parse_argparser(cls, arg_parser: ArgumentParser | Namespace) -> Namespace:
+        """Lightning 1.x's: parse, then a bool flag given without a value is True."""
+        return arguments.parse_argparser(cls, arg_parser)
+
+    @classmethod
+    def get_init_arguments_and_types(cls) -> list[tuple[str, tuple[Any, ...], Any]]:
+        """Lightning 1.x's: ``(name, types, default)`` of each keyword."""
+        return arguments.get_init_arguments_and_types(cls)
+
+    @classmethod
+    def default_attributes(cls) -> dict[str, Any]:
+        """Lightning 1.x's: each keyword's default."""
+        return {k: p.default for k, p in inspect.signature(cls).parameters.items()}
+
+    @classmethod
+    def get_deprecated_arg_names(cls) -> list[str]:
+        """Lightning 1.x's: names ``add_argparse_args`` leaves out (none)."""
+        return []
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A spawned rank unpickles its Trainer: Lightning's tips stay quiet there too.
+        quiet_tips()
+        self.__dict__.update(state)
 
     def explain(self) -> str:
         """The connector's plan, as ``ddpkit explain`` prints it, then the Lightning call."""
@@ -103,6 +153,7 @@ class Trainer(pl.Trainer):
         """Before any rank starts: 1.x keyword names of the stage renamed (with a warning), the
         1.x Trainer keywords that act on the module applied, 1.x hooks checked, and the 1.x
         epoch-end hooks of the module carried for the length of the stage."""
+        quiet_tips()  # again: a warnings context around the constructor may have reset it
         for old, new in _STAGE_KEYWORDS[stage].items():
             if old in kwargs:
                 rank_zero_warn(
@@ -121,8 +172,21 @@ class Trainer(pl.Trainer):
                     obj.prepare_data_per_node = self._rewrite.prepare_data_per_node
         callbacks: list[Any] = self.callbacks  # type: ignore[attr-defined]  # set by Lightning
         check_hooks(model, callbacks)
-        with epoch_end_hooks(stage, model, callbacks):
+        self._manual_optimization(model)
+        multi = stage == "fit" and is_1x_multi_optimizer(model)
+        with (
+            epoch_end_hooks(stage, model, callbacks),
+            multi_optimizer_stage(self, model) if multi else contextlib.nullcontext(),
+        ):
             yield bound
+
+    def _manual_optimization(self, model: Any) -> None:
+        """1.1–1.2's ``Trainer(automatic_optimization=False)``: the module's switch, which 1.x's
+        module read from its Trainer (and ``trainer.global_step`` reads it after ``fit``)."""
+        if self._rewrite.automatic_optimization is not None and isinstance(
+            model, pl.LightningModule
+        ):
+            model.automatic_optimization = False
 
     def tune(
         self,
@@ -166,6 +230,6 @@ class Trainer(pl.Trainer):
         return result
 
 
-# Tools that read the Trainer's signature (LightningCLI, the PL_TRAINER_* defaults) see
-# Lightning's own keywords.
-Trainer.__init__.__signature__ = inspect.signature(pl.Trainer.__init__)  # type: ignore[attr-defined]
+# Tools that read the Trainer's signature (LightningCLI through jsonargparse, the argparse API
+# above, the PL_TRAINER_* defaults) see Lightning 2.x's keywords and 1.x's, with their types.
+Trainer.__init__.__signature__ = trainer_signature()  # type: ignore[attr-defined]

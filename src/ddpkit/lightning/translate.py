@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytorch_lightning as pl
+from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
+from pytorch_lightning.strategies import StrategyRegistry
 
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
 from ddpkit.connector.flags import DEVICE_FLAGS
+from ddpkit.connector.translate import ACCELERATOR_NAMES, LEGACY_ACCELERATORS
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning.device_flags import (
     DeviceCall,
@@ -34,6 +37,8 @@ from ddpkit.lightning.device_flags import (
 from ddpkit.lightning.devices import LightningDevices, lightning_devices
 from ddpkit.lightning.keyword_table import KEYWORDS
 from ddpkit.lightning.keywords import Rewrite
+from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.utilities.suggest import choices, did_you_mean
 
 __all__ = ["LIGHTNING_KEYWORDS", "Translation", "translate"]
 
@@ -41,6 +46,13 @@ __all__ = ["LIGHTNING_KEYWORDS", "Translation", "translate"]
 LIGHTNING_KEYWORDS = tuple(inspect.signature(pl.Trainer.__init__).parameters)[1:]
 #: 1.x device keywords the connector reads and Lightning 2.x does not have.
 _LEGACY_DEVICE_KEYWORDS = ("gpus", "num_processes")
+#: The names ddpkit's connector takes besides Lightning's (1.x's training types among them).
+_CONNECTOR_NAMES = {
+    "accelerator": (*ACCELERATOR_NAMES, *LEGACY_ACCELERATORS),
+    "strategy": tuple(TRAINING_TYPES),
+}
+#: Device keywords whose Lightning 2.x default is "auto" and whose 1.x default was None.
+_AUTO_DEVICE_KEYWORDS = ("accelerator", "devices", "strategy")
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,26 @@ def _check_names(kwargs: Mapping[str, Any]) -> None:
             )
     removed_strategy("accelerator", kwargs.get("accelerator"))
     removed_strategy("strategy", kwargs.get("strategy"))
+
+
+def _check_device_names(kwargs: Mapping[str, Any]) -> None:
+    """A name neither Lightning 2.x nor ddpkit's connector knows, in a call left to Lightning:
+    refused here with a did-you-mean over both (Lightning's own message lists only its own)."""
+    for flag, lightning_names in (
+        ("accelerator", (*AcceleratorRegistry.available_accelerators(), "auto", "gpu")),
+        ("strategy", (*StrategyRegistry.available_strategies(), "auto")),
+    ):
+        value = kwargs.get(flag)
+        # Lightning matches a strategy in any case, an accelerator exactly.
+        given = value.lower() if isinstance(value, str) and flag == "strategy" else value
+        if not isinstance(value, str) or given in lightning_names:
+            continue
+        names = sorted({*lightning_names, *_CONNECTOR_NAMES[flag]})
+        hint = did_you_mean(value, names)
+        raise MisconfigurationError(
+            f"Trainer({flag}={value!r}): no such {flag} in Lightning 2.x, nor in 1.x{hint}. "
+            f"Choose one of {choices(names)}."
+        )
 
 
 def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
@@ -126,12 +158,17 @@ def _device_message(plan: Plan, devices: LightningDevices) -> str:
 def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
     """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one).
 
-    ``supervise=True`` (ddpkit's own keyword) resolves any device call through the connector,
-    1.x or 2.x spelling, and runs DDP on ddpkit's launchers (``SupervisedDDPStrategy``)."""
+    ``supervise`` (ddpkit's own keyword): ``None`` (the default) runs a call ddpkit's connector
+    resolved — one with 1.x device flags — on ddpkit's launchers (``SupervisedDDPStrategy``) and
+    leaves a 2.x call to Lightning; ``True`` resolves any device call through the connector and
+    supervises it; ``False`` runs the plan on Lightning's own ``DDPStrategy``."""
     kwargs = dict(kwargs)
-    supervise = kwargs.pop("supervise", False)
-    if not isinstance(supervise, bool):
-        raise MisconfigurationError(f"Trainer(supervise={supervise!r}): pass True or False.")
+    supervise = kwargs.pop("supervise", None)
+    if supervise is not None and not isinstance(supervise, bool):
+        raise MisconfigurationError(
+            f"Trainer(supervise={supervise!r}): pass True, False, or leave it out (None: ddpkit "
+            f"supervises the ranks when it resolved the device flags)."
+        )
     _check_names(kwargs)
     rewrite = Rewrite(kwargs={k: v for k, v in kwargs.items() if k not in KEYWORDS}, given=kwargs)
     for name, keyword in KEYWORDS.items():
@@ -139,19 +176,23 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
             keyword.apply(kwargs[name], rewrite)
     lightning = rewrite.kwargs
     for name in _LEGACY_DEVICE_KEYWORDS:
-        if name in lightning and lightning[name] is None:  # 1.x's default: no device flag at all
+        if name in lightning and lightning[name] is None:  # their 1.x default: no device flag
             del lightning[name]
-            rewrite.messages.append(
-                f"Trainer({name}=None): removed in Lightning 2.0; it asks for what Lightning 2.x "
-                f"does. Fix: drop it."
-            )
     callbacks = _callbacks(lightning.get("callbacks"), rewrite)
     if callbacks is not None:
         lightning["callbacks"] = callbacks
-    legacy = is_legacy_device_call(lightning)
+    # A 1.x device call: 1.x's spellings, or 1.x's None defaults (which Lightning 2.x refuses).
+    spelled = is_legacy_device_call(lightning)
+    legacy = spelled or any(
+        name in lightning and lightning[name] is None for name in _AUTO_DEVICE_KEYWORDS
+    )
     if not legacy and not supervise:
+        _check_device_names(lightning)
         return Translation(kwargs=lightning, rewrite=rewrite, deprecations=tuple(rewrite.messages))
-    plan, devices, notes = _resolve(lightning, probe, supervise)
+    for name in _AUTO_DEVICE_KEYWORDS:  # 2.x's "auto" (and 1.x's None) ask for nothing here
+        if lightning.get(name, "auto") in ("auto", None):
+            lightning.pop(name, None)
+    plan, devices, notes = _resolve(lightning, probe, supervise is not False)
     for name in DEVICE_FLAGS:
         lightning.pop(name, None)
     lightning.update(devices.kwargs())
@@ -161,7 +202,7 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
         plan=plan,
         devices=devices,
         deprecations=(
-            *([_device_message(plan, devices)] if legacy else []),
+            *([_device_message(plan, devices)] if spelled else []),
             *rewrite.messages,
         ),
         notes=tuple(notes),

@@ -19,6 +19,21 @@ __all__ = [
 ]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+#: Packages whose frames lie between a ddpkit warning and the user's line (a stage entered through
+#: ``contextlib``, a Trainer built by LightningCLI): skipped when they are loaded.
+_LIBRARIES = ("contextlib", "pytorch_lightning", "lightning_fabric", "lightning_utilities",
+              "jsonargparse")  # fmt: skip
+
+
+def _not_the_users() -> tuple[str, ...]:
+    """File prefixes of frames that are not the user's: ddpkit's and the loaded libraries'."""
+    prefixes = [_PACKAGE_DIR]
+    for name in _LIBRARIES:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            prefixes.append(path if name == "contextlib" else str(Path(path).parent))
+    return tuple(prefixes)
 
 #: ddpkit's logger: what Lightning tells at INFO level (a fit stopped by max_epochs, a
 #: checkpoint restored, a seed set), ddpkit tells here, on rank zero
@@ -58,10 +73,12 @@ def is_rank_zero(env: Mapping[str, str] | None = None) -> bool:
 
 
 def user_stacklevel() -> int:
-    """The stack level of the first frame outside ddpkit: the user's own line."""
+    """The stack level of the first frame outside ddpkit (and the libraries between ddpkit and
+    the user: ``contextlib``, Lightning, jsonargparse): the user's own line."""
     level = 1
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    skipped = _not_the_users()
+    while frame is not None and frame.f_code.co_filename.startswith(skipped):
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level

@@ -1,0 +1,135 @@
+"""``LightningCLI`` as Lightning 1.x scripts call it, built on Lightning 2.x's own.
+
+Lightning 1.3–1.9 had it at ``pytorch_lightning.utilities.cli``; 2.0 moved it to
+``pytorch_lightning.cli`` and renamed some arguments. This one is a subclass of 2.x's (parsing,
+config files and ``--print_config`` are jsonargparse's through Lightning) that takes 1.x's
+arguments and trains ``ddpkit.lightning.Trainer`` (whose signature holds 1.x's keywords, so
+``--trainer.num_processes 2`` and ``--trainer.plugins ddp_find_unused_parameters_false`` parse):
+
+- without a subcommand on the command line (``python train.py --trainer.max_epochs 5``), as 1.3
+  and 1.4 did: the constructor parses, instantiates, then runs ``prepare_fit_kwargs()``,
+  ``before_fit()``, ``fit()`` and ``after_fit()`` — ``trainer.fit(model, datamodule=...)``;
+- with one (``python train.py fit --trainer.max_epochs 5``), as 1.5–1.9 did (``run=True``): the
+  subcommands of Lightning 2.x. ``run=False`` parses and instantiates only, in either case.
+
+1.x's arguments in 2.x's spelling: ``save_config_filename`` / ``save_config_overwrite`` /
+``save_config_multifile`` → ``save_config_kwargs``; ``description``, ``env_prefix``,
+``env_parse`` → ``parser_kwargs``; ``seed_everything_default=None`` (1.x's default: no seed) →
+``False``. Each given one warns once, naming that spelling.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pytorch_lightning import cli as lightning_cli
+from pytorch_lightning.cli import LightningArgumentParser, SaveConfigCallback
+
+from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
+from ddpkit.lightning.trainer import Trainer
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = ["LightningArgumentParser", "LightningCLI", "SaveConfigCallback"]
+
+_SUBCOMMANDS = ("fit", "validate", "test", "predict")
+#: 1.x argument → (where 2.x takes it, the key there)
+_MOVED = {
+    "save_config_filename": ("save_config_kwargs", "config_filename"),
+    "save_config_overwrite": ("save_config_kwargs", "overwrite"),
+    "save_config_multifile": ("save_config_kwargs", "multifile"),
+    "description": ("parser_kwargs", "description"),
+    "env_prefix": ("parser_kwargs", "env_prefix"),
+    "env_parse": ("parser_kwargs", "default_env"),
+}
+
+
+def _first_argument(args: Any) -> str | None:
+    given = sys.argv[1:] if args is None else args
+    if isinstance(given, list) and given and isinstance(given[0], str):
+        return given[0]
+    return None
+
+
+class LightningCLI(lightning_cli.LightningCLI):
+    """Lightning 2.x's ``LightningCLI`` with 1.x's arguments and behaviour (see the module)."""
+
+    def __init__(
+        self,
+        model_class: Any = None,
+        datamodule_class: Any = None,
+        save_config_callback: Any = SaveConfigCallback,
+        trainer_class: Any = Trainer,
+        trainer_defaults: dict[str, Any] | None = None,
+        seed_everything_default: bool | int | None = None,
+        parser_kwargs: dict[str, Any] | None = None,
+        subclass_mode_model: bool = False,
+        subclass_mode_data: bool = False,
+        args: Any = None,
+        run: bool | None = None,
+        auto_registry: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        moved: dict[str, dict[str, Any]] = {
+            "save_config_kwargs": dict(kwargs.pop("save_config_kwargs", None) or {}),
+            "parser_kwargs": dict(parser_kwargs or {}),
+        }
+        for name, (target, key) in _MOVED.items():
+            if name in kwargs:
+                moved[target][key] = kwargs.pop(name)
+                rank_zero_warn(
+                    f"LightningCLI({name}=...): a Lightning 1.x argument; ddpkit passes it as "
+                    f"Lightning 2.x's {target}={{{key!r}: ...}}.",
+                    DDPKitDeprecationWarning,
+                )
+        if auto_registry:
+            rank_zero_warn(
+                "LightningCLI(auto_registry=True): removed in Lightning 2.0, which finds "
+                "subclasses without a registry. Fix: drop it.",
+                DDPKitDeprecationWarning,
+            )
+        subcommand = _first_argument(args) in _SUBCOMMANDS
+        one_four = run is None and not subcommand  # 1.3–1.4: fit runs in the constructor
+        super().__init__(
+            model_class,
+            datamodule_class,
+            save_config_callback=save_config_callback,
+            save_config_kwargs=moved["save_config_kwargs"] or None,
+            trainer_class=trainer_class,
+            trainer_defaults=trainer_defaults,
+            seed_everything_default=False
+            if seed_everything_default is None
+            else seed_everything_default,
+            parser_kwargs=moved["parser_kwargs"] or None,
+            subclass_mode_model=subclass_mode_model,
+            subclass_mode_data=subclass_mode_data,
+            args=args,
+            run=bool(subcommand if run is None else run),
+            **kwargs,
+        )
+        if one_four:
+            self.prepare_fit_kwargs()
+            self.before_fit()
+            self.fit()
+            self.after_fit()
+
+    def prepare_fit_kwargs(self) -> None:
+        """1.4's: ``self.fit_kwargs``, the model and the data module if there is one."""
+        if self.model is None:
+            raise MisconfigurationError(
+                "LightningCLI(): no model to fit. Fix: LightningCLI(YourModule, ...)."
+            )
+        self.fit_kwargs: dict[str, Any] = {"model": self.model}
+        if self.datamodule is not None:
+            self.fit_kwargs["datamodule"] = self.datamodule
+
+    def before_fit(self) -> None:
+        """1.4's hook: runs before ``fit``."""
+
+    def fit(self, **kwargs: Any) -> None:
+        """1.4's: ``trainer.fit(**self.fit_kwargs)``; the ``fit`` subcommand passes its own
+        keyword arguments, as Lightning 2.x's CLI does."""
+        self.trainer.fit(**(kwargs or self.fit_kwargs))
+
+    def after_fit(self) -> None:
+        """1.4's hook: runs after ``fit``."""
