@@ -61,7 +61,10 @@ class FitLoop:
         get_val: Callable[[], Any],
         validation: bool,
         start_epoch: int,
+        before_epochs: Callable[[], None] | None = None,
     ) -> None:
+        """``before_epochs``: called just before the first epoch (a restart sets the RNG states
+        of the checkpoint there, where the uninterrupted run stood)."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
         if config.limit_train_batches == 0:
             return  # Lightning skips the loop, and its hooks, when there is nothing to train
@@ -75,6 +78,8 @@ class FitLoop:
         if validation and self._val_epoch(start_epoch):
             self._load_val()  # else on first use, as Lightning does
         ctx.dispatch.call("on_train_start")
+        if before_epochs is not None:
+            before_epochs()
         epoch = start_epoch
         while not self._done(epoch):
             every = config.reload_dataloaders_every_n_epochs
