@@ -105,11 +105,10 @@ def checkpoint_folders(callbacks: list[Any]) -> list[str]:
     """Where the fit's checkpoints go: every ModelCheckpoint's folder, ddpkit's own."""
     folders = []
     for callback in callbacks:
-        folder = (
-            getattr(callback, "dirpath", None) if hasattr(callback, "best_model_path") else None
-        )
-        if isinstance(callback, KeptCheckpoint):
-            folder = callback.folder
+        # A ModelCheckpoint (ddpkit's or Lightning's), or ddpkit's own (``restart_folder``).
+        folder = getattr(callback, "restart_folder", None)
+        if folder is None and hasattr(callback, "best_model_path"):
+            folder = getattr(callback, "dirpath", None)
         if folder:
             folders.append(str(folder))
     return folders
@@ -207,7 +206,7 @@ class KeptCheckpoint(Callback):
     folder (removed when the launch ends)."""
 
     @property
-    def folder(self) -> str | None:
+    def restart_folder(self) -> str | None:
         return current_attempt().run_dir
 
     @property
@@ -217,7 +216,7 @@ class KeptCheckpoint(Callback):
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if trainer.world_size == 1 or trainer.sanity_checking:
             return
-        folder = self.folder
+        folder = self.restart_folder
         if trainer.is_global_zero and not folder:  # ddpkit's launchers give rank 0 the folder
             raise RuntimeError("a fit that may restart has no run folder")  # a bug, not input
         # Only rank 0 writes; the others join the save (the RNG gather, the barrier).

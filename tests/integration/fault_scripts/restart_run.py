@@ -2,11 +2,12 @@
 and bench/reliability.py.
 
     python restart_run.py --launcher subprocess|spawn|torchrun --root DIR --out WEIGHTS
-                          [--max-restarts N] [--kill-attempts K] [--no-checkpoint]
-                          [--lightning]
+                          [--fault none|kill] [--rank R] [--max-restarts N]
+                          [--kill-attempts K] [--no-checkpoint] [--lightning]
 
-Rank 1 kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K attempts (attempt
-``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to WEIGHTS (``torch.save``).
+``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
+attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
+WEIGHTS (``torch.save``). It speaks the fault harness's arguments and lines (harness.py).
 Lines on stderr: ``ddpkit-fault: fault kill rank 1 at <time>`` just before the kill,
 ``ddpkit-fault: step <epoch> <batch> at <time>`` at each of rank 0's training steps.
 ``--launcher torchrun``: run under ``torchrun --nproc-per-node=2``, which starts the ranks.
@@ -44,13 +45,16 @@ class Steps:
     """What both modules do at each step: rank 0 notes it, rank 1 dies where it is told."""
 
     kill_attempts = 0
+    kill_rank = 1
 
     def step_hook(self, epoch: int, batch_idx: int, rank: int) -> None:
         if rank == 0:
             say(f"step {epoch} {batch_idx} at {time.time():.6f}")
+        if epoch == 0 and batch_idx == 0:
+            say(f"rank {rank} pid {os.getpid()}")
         due = (epoch, batch_idx) == (KILL_EPOCH, KILL_BATCH)
-        if rank == 1 and due and attempt() < self.kill_attempts:
-            say(f"fault kill rank 1 at {time.time():.6f}")
+        if rank == self.kill_rank and due and attempt() < self.kill_attempts:
+            say(f"fault kill rank {rank} at {time.time():.6f}")
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -93,7 +97,7 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         default_root_dir=args.root,
     )
     model = Net()
-    model.kill_attempts = args.kill_attempts
+    model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
     trainer.fit(model, data())
     return model, trainer.is_global_zero
 
@@ -105,6 +109,7 @@ def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
 
     trainer = ddpkit.lightning.Trainer(
         accelerator="ddp" if args.launcher != "spawn" else "ddp_spawn",
+        supervise=args.launcher != "torchrun",  # ddpkit's launchers (torchrun: its own)
         num_processes=2,
         max_epochs=EPOCHS,
         max_restarts=args.max_restarts,
@@ -115,7 +120,7 @@ def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         default_root_dir=args.root,
     )
     model = LitNet()
-    model.kill_attempts = args.kill_attempts
+    model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
     trainer.fit(model, data())
     return model, trainer.is_global_zero
 
@@ -125,11 +130,15 @@ def main() -> None:
     parser.add_argument("--launcher", choices=["subprocess", "spawn", "torchrun"], required=True)
     parser.add_argument("--root", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--fault", choices=["none", "kill"], default="none")
+    parser.add_argument("--rank", type=int, default=1)
     parser.add_argument("--max-restarts", type=int, default=0)
-    parser.add_argument("--kill-attempts", type=int, default=0)
+    parser.add_argument("--kill-attempts", type=int, default=1)
     parser.add_argument("--no-checkpoint", action="store_true")
     parser.add_argument("--lightning", action="store_true")
     args = parser.parse_args()
+    if args.fault == "none":
+        args.kill_attempts = 0
     ddpkit.seed_everything(0)
     model, zero = (lightning_fit if args.lightning else ddpkit_fit)(args)
     if zero:

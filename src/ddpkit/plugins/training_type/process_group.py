@@ -20,6 +20,7 @@ __all__ = [
     "COLLECTIVE_SLACK",
     "add_unused_parameters_hint",
     "all_reduce",
+    "gloo_on_loopback",
     "init_process_group",
     "start_watchdog",
 ]
@@ -56,7 +57,7 @@ def init_process_group(
 ) -> None:
     """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
     apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
-    with _gloo_on_loopback(loopback and backend == "gloo"):
+    with gloo_on_loopback(loopback and backend == "gloo"):
         if store is None:
             dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
             return
@@ -119,7 +120,7 @@ def all_reduce(
 
 
 @contextlib.contextmanager
-def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
+def gloo_on_loopback(enabled: bool) -> Iterator[None]:
     """While the process group is made: gloo's listening sockets on the loopback interface.
 
     gloo otherwise listens on the address the host name resolves to, often the machine's LAN
