@@ -28,7 +28,7 @@ from pytorch_lightning.strategies.launchers.multiprocessing import (
 from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 
 from ddpkit.launchers import Launcher
-from ddpkit.lightning.restart import InProcessRestart
+from ddpkit.lightning.restart import InProcessRestart, strategy_restarts
 from ddpkit.ranks.protocol import rank_stage, skip_stage
 
 __all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
@@ -53,18 +53,18 @@ def _run_stage(
     return runner.run(trainer, function, args, kwargs)
 
 
-def _restarts(trainer: pl.Trainer | None, max_restarts: int) -> int:
-    """A fit restarts; the other stages do not."""
-    fit = trainer is not None and trainer.state.fn == TrainerFn.FITTING
-    return max_restarts if fit else 0
+def _restarts(trainer: pl.Trainer | None) -> int:
+    """A fit restarts as often as its strategy says; the other stages do not."""
+    if trainer is None or trainer.state.fn != TrainerFn.FITTING:
+        return 0
+    return strategy_restarts(trainer.strategy)
 
 
 class SubprocessLauncher(_Launcher):
     """Lightning's launcher interface over ddpkit's subprocess launcher."""
 
-    def __init__(self, launcher: Launcher, max_restarts: int = 0) -> None:
+    def __init__(self, launcher: Launcher) -> None:
         self.ddpkit = launcher
-        self.max_restarts = max_restarts
 
     @property
     def is_interactive_compatible(self) -> bool:
@@ -81,7 +81,7 @@ class SubprocessLauncher(_Launcher):
             function,
             args,
             kwargs,
-            max_restarts=_restarts(trainer, self.max_restarts),
+            max_restarts=_restarts(trainer),
         )
 
     def kill(self, signum: Any) -> None:
@@ -139,12 +139,9 @@ def _run_spawned(
 class SpawnLauncher(_MultiProcessingLauncher):
     """Lightning's spawn launcher, with ddpkit's spawn launcher starting the ranks."""
 
-    def __init__(
-        self, strategy: Any, launcher: Launcher, start_method: str, max_restarts: int = 0
-    ) -> None:
+    def __init__(self, strategy: Any, launcher: Launcher, start_method: str) -> None:
         super().__init__(strategy, start_method=start_method)  # type: ignore[arg-type]
         self.ddpkit = launcher
-        self.max_restarts = max_restarts
 
     @property
     def is_interactive_compatible(self) -> bool:
@@ -160,7 +157,7 @@ class SpawnLauncher(_MultiProcessingLauncher):
                 "new Trainer instance and passing the `fit(ckpt_path=...)` argument."
             )
         states = _GlobalStateSnapshot.capture() if self._start_method == "spawn" else None
-        restarts = _restarts(trainer, self.max_restarts)
+        restarts = _restarts(trainer)
         if restarts and trainer is not None:
             for logger in trainer.loggers:
                 getattr(logger, "version", None)  # resolved here: every attempt logs to it

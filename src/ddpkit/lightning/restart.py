@@ -3,12 +3,13 @@ restart the ranks) and a restarted torchrun worker, with the contract of ddpkit'
 (:mod:`ddpkit.trainer.restart`, docs/reliability.md):
 
 - :class:`RestartState`, a callback every ``ddpkit.lightning.Trainer`` has (first): each rank's
-  RNG states go into every checkpoint (gathered as bytes in tensors), and a restarted fit sets
-  them back at the start of its first epoch; without a ModelCheckpoint, a fit that may restart
-  writes ddpkit's own checkpoint at each epoch's end into the launcher's run folder;
+  RNG states go into every checkpoint (gathered as bytes in tensors); without a ModelCheckpoint,
+  a fit that may restart writes ddpkit's own checkpoint at each epoch's end into the launcher's
+  run folder;
 - :class:`RestartConnector`, Lightning's checkpoint connector, which makes a restarted fit resume
   from the newest complete checkpoint (rank 0 decides once the checkpoint folders are known,
-  after the ``setup`` hooks; the others are told as JSON);
+  after the ``setup`` hooks; the others are told as JSON) and sets the RNG states back just
+  before the fit loop starts;
 - :class:`InProcessRestart`: rank 0 of the subprocess launcher is the user's own process and runs
   the fit again itself: the failed attempt is ended as Lightning ends a failed fit
   (``on_exception``, the loggers finalized, the strategy torn down), and the trainer goes back
@@ -112,8 +113,6 @@ class RestartState(pl.Callback):
 
     def __init__(self, kept: bool = False) -> None:
         self.kept = kept
-        #: set by the connector of a restarted fit: this rank's RNG states, to set once
-        self.pending: Callable[[], None] | None = None
 
     @property
     def state_key(self) -> str:
@@ -130,13 +129,6 @@ class RestartState(pl.Callback):
         together = trainer.state.status == TrainerStatus.RUNNING
         checkpoint[RNG_KEY] = rng_states(Exchange(trainer.strategy), collective=together)
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        # Callbacks run before the module's hook and before the epoch draws its first batch:
-        # where the uninterrupted run stood when it wrote the checkpoint.
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            pending()
-
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not self.kept or trainer.world_size == 1 or trainer.sanity_checking:
             return
@@ -150,10 +142,13 @@ class RestartConnector(_CheckpointConnector):
     """Lightning's checkpoint connector; a restarted fit resumes from the newest complete
     checkpoint (see the module docstring)."""
 
+    _before_loop: Callable[[], None] | None = None
+
     def _restore_modules_and_callbacks(
         self, checkpoint_path: Any = None, weights_only: bool | None = None
     ) -> None:
         trainer = self.trainer
+        self._before_loop = None
         if trainer.state.fn != TrainerFn.FITTING:
             super()._restore_modules_and_callbacks(checkpoint_path, weights_only)
             return
@@ -163,10 +158,17 @@ class RestartConnector(_CheckpointConnector):
         resume = Resume.decide(strategy, list(callbacks), given, "fit")
         super()._restore_modules_and_callbacks(resume.path, weights_only)
         resume.announce(strategy, self._loaded_checkpoint or None)
-        before = resume.before_epochs(strategy, self._loaded_checkpoint)
-        for callback in trainer.callbacks:  # type: ignore[attr-defined]
-            if isinstance(callback, RestartState):
-                callback.pending = before
+        self._before_loop = resume.before_epochs(strategy, self._loaded_checkpoint)
+
+    def restore_training_state(self) -> None:
+        """Then the RNG states of a restarted fit, last before the fit loop starts: Lightning
+        makes the first epoch's data iterator there (a draw from torch's generator), where the
+        uninterrupted run made it after writing the checkpoint; the sanity check, which a
+        restart skips anyway, runs with its own generator state."""
+        super().restore_training_state()
+        before, self._before_loop = self._before_loop, None
+        if before is not None:
+            before()
 
 
 def _loops(loop: _Loop) -> Iterator[_Loop]:

@@ -141,9 +141,9 @@ class SupervisedDDPStrategy(DDPStrategy):
         if launcher is None:  # this rank was started by ddpkit's launcher, torchrun or srun
             self._launcher = RankLauncher()
         elif self._start_method == "popen":
-            self._launcher = SubprocessLauncher(launcher, self.max_restarts)
+            self._launcher = SubprocessLauncher(launcher)
         else:
-            self._launcher = SpawnLauncher(self, launcher, self._start_method, self.max_restarts)
+            self._launcher = SpawnLauncher(self, launcher, self._start_method)
 
     @property
     def ddpkit_plugin(self) -> DDPPlugin:

@@ -165,7 +165,10 @@ def position(checkpoint: dict[str, Any] | None) -> str:
     if checkpoint is None:
         return "epoch 0, global step 0"
     loops = checkpoint.get("loops") or {}
-    epochs = loops.get("epochs_completed", checkpoint.get("epoch", 0))
+    epochs = loops.get("epochs_completed")
+    if epochs is None:  # Lightning's: the epochs its fit loop processed
+        progress = (loops.get("fit_loop") or {}).get("epoch_progress") or {}
+        epochs = (progress.get("current") or {}).get("processed", checkpoint.get("epoch", 0))
     return f"epoch {epochs}, global step {checkpoint.get('global_step', 0)}"
 
 

@@ -76,6 +76,11 @@ class Net(Steps, ddpkit.Module):
         return torch.optim.Adam(self.parameters(), lr=0.01)
 
 
+def restarts(args: argparse.Namespace) -> dict[str, int]:
+    """``max_restarts`` only when asked for (the script then runs on a ddpkit without it too)."""
+    return {"max_restarts": args.max_restarts} if args.max_restarts else {}
+
+
 def data() -> DataLoader[Any]:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(64, 8, generator=g)
@@ -89,12 +94,12 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         devices=2,
         strategy={"subprocess": "ddp", "spawn": "ddp_spawn", None: "ddp"}[launcher],
         max_epochs=EPOCHS,
-        max_restarts=args.max_restarts,
         enable_checkpointing=not args.no_checkpoint,
         enable_progress_bar=False,
         enable_model_summary=False,
         logger=False,
         default_root_dir=args.root,
+        **restarts(args),
     )
     model = Net()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
@@ -108,11 +113,12 @@ def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     import ddpkit.lightning
 
     trainer = ddpkit.lightning.Trainer(
-        accelerator="ddp" if args.launcher != "spawn" else "ddp_spawn",
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp_spawn" if args.launcher == "spawn" else "ddp",
         supervise=args.launcher != "torchrun",  # ddpkit's launchers (torchrun: its own)
-        num_processes=2,
         max_epochs=EPOCHS,
-        max_restarts=args.max_restarts,
+        **restarts(args),
         enable_checkpointing=not args.no_checkpoint,
         enable_progress_bar=False,
         enable_model_summary=False,
