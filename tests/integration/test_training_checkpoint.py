@@ -80,7 +80,7 @@ def test_a_save_killed_mid_write_leaves_the_previous_checkpoint(tmp_path: Path, 
         # The next run whose ModelCheckpoint writes there, as soon as its fit starts (this one
         # saves nothing at all).
         fit_saving_nothing(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt", marker.name]
 
 
 def fit_saving_nothing(folder: Path) -> None:

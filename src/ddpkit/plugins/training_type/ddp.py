@@ -39,6 +39,7 @@ from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
 from ddpkit.plugins.training_type.process_group import (
     COLLECTIVE_SLACK,
     add_unused_parameters_hint,
+    agent_store,
     init_process_group,
     start_watchdog,
 )
@@ -191,7 +192,9 @@ class DDPPlugin(DistributedCollectives):
         # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
         env_init = self._ranks_from_environment and {"MASTER_ADDR", "MASTER_PORT"} <= env.env.keys()
         store, prefix = None, ""
-        if not env_init:
+        if env_init:
+            store, prefix = agent_store(env.env, self.world_size, timeout, self._stage)
+        else:
             rendezvous = self._rendezvous_of_stage()
             store = rendezvous.store(
                 is_server=self.global_rank == 0, world_size=self.world_size, timeout=timeout

@@ -8,7 +8,7 @@ import datetime
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ from ddpkit.ranks.stall import StallReport, StallWatchdog
 __all__ = [
     "COLLECTIVE_SLACK",
     "add_unused_parameters_hint",
+    "agent_store",
     "all_reduce",
     "gloo_on_loopback",
     "init_process_group",
@@ -43,6 +44,26 @@ def add_unused_parameters_hint(exc: BaseException, plugin: object) -> None:
             f"{type(plugin).__name__}(find_unused_parameters=True)); else use every parameter "
             f"in the loss."
         )
+
+
+def agent_store(
+    env: Mapping[str, str], world_size: int, timeout: datetime.timedelta, stage: int
+) -> tuple[Any, str]:
+    """torchrun's agent store and this attempt's prefix in it, when the ranks are to use the
+    agent's (``TORCHELASTIC_USE_AGENT_STORE=True``); else ``(None, "")``: ``env://``.
+
+    The agent serves one store for every attempt of its workers, at the same port. Under
+    ``env://`` a restarted attempt reads the keys the attempt before it left — a dead rank's
+    address, to which gloo's connections are refused (plain torch under ``torchrun
+    --max-restarts`` fails about every second restart so). So each attempt's keys (and each
+    stage's) live under a prefix of their own."""
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None, ""
+    store = dist.TCPStore(  # type: ignore[attr-defined]
+        env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size, False, timeout
+    )
+    attempt = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return store, f"ddpkit/attempt{attempt}/stage{stage}/"
 
 
 def init_process_group(
