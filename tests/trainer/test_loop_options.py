@@ -265,6 +265,7 @@ def test_default_checkpoint_at_the_end_of_fit(tmp_path: Path) -> None:
     data = load_checkpoint(expected)
     assert sorted(data) == [
         "callbacks",
+        "ddpkit_rng",
         "ddpkit_version",
         "epoch",
         "global_step",

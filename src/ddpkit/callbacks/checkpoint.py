@@ -28,7 +28,8 @@ from ddpkit.callbacks.checkpoint_plan import (
     link,
 )
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.utilities.files import atomic_write
+from ddpkit.ranks.restart import current_attempt
+from ddpkit.utilities.files import atomic_write, sweep_partials
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["ModelCheckpoint", "format_checkpoint_name"]
@@ -110,9 +111,13 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage != "fit":
             return  # it saves during fit only (and a broadcast here would join every stage)
-        self.dirpath = trainer.strategy.broadcast_object(self._resolve_dir(trainer))
-        # A directory this callback wrote in an earlier fit is no surprise.
-        written = self.best_model_path or self.last_model_path
+        self.dirpath = trainer.strategy.broadcast_json(self._resolve_dir(trainer))
+        # A directory this callback wrote in an earlier fit, or in the attempt before this
+        # restart, is no surprise.
+        written = self.best_model_path or self.last_model_path or current_attempt().number > 0
+        if trainer.is_global_zero:
+            # What a writer killed in an earlier run left (its partial files), goes now.
+            sweep_partials(self.dirpath)
         if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and not written:
             folder = Path(self.dirpath)
             if folder.is_dir() and any(folder.iterdir()):
@@ -146,7 +151,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
             return False
         now = time.monotonic()
         late = now - self._last_time_checked >= self._train_time_interval.total_seconds()
-        late = bool(trainer.strategy.broadcast_object(late))
+        late = bool(trainer.strategy.broadcast_json(late))
         if late:
             self._last_time_checked = now
         return late
@@ -242,11 +247,10 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         return bool(trainer.val_check_interval == 1.0)
 
     def _save(self, trainer: Any, *, topk: bool, force_last: bool = False) -> None:
-        plan = None
+        decided = None
         if trainer.is_global_zero:
-            plan = self._plan(trainer, topk=topk, force_last=force_last)
-        plan = trainer.strategy.broadcast_object(plan)
-        assert isinstance(plan, Plan)
+            decided = self._plan(trainer, topk=topk, force_last=force_last).to_json()
+        plan = Plan.from_json(trainer.strategy.broadcast_json(decided))
         for name, value in plan.state.items():
             setattr(self, name, value)
         for path in plan.saves:

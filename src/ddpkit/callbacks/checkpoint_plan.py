@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.files import atomic_write
 from ddpkit.utilities.rank_zero import log_info
 from ddpkit.utilities.reprs import safe_repr
 
@@ -52,12 +53,40 @@ def format_checkpoint_name(
 
 @dataclass
 class Plan:
-    """What rank zero decided: files to write (and link), files to remove, the new state."""
+    """What rank zero decided: files to write (and link), files to remove, the new state.
+
+    It goes to the other ranks as JSON (:meth:`to_json`), never as a pickle: the scores are
+    float32 scalars, exact as JSON numbers."""
 
     saves: list[str] = field(default_factory=list)
     link: tuple[str, str] | None = None
     removes: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        state = dict(self.state)
+        state["best_k_models"] = {k: float(v) for k, v in state["best_k_models"].items()}
+        for name in _SCORES:
+            state[name] = None if state[name] is None else float(state[name])
+        return {"saves": self.saves, "link": self.link, "removes": self.removes, "state": state}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        state = dict(data["state"])
+        state["best_k_models"] = {k: _score(v) for k, v in state["best_k_models"].items()}
+        for name in _SCORES:
+            state[name] = None if state[name] is None else _score(state[name])
+        link = data["link"]
+        return cls(
+            saves=list(data["saves"]),
+            link=(str(link[0]), str(link[1])) if link is not None else None,
+            removes=list(data["removes"]),
+            state=state,
+        )
+
+
+def _score(value: float) -> torch.Tensor:
+    return torch.tensor(value, dtype=torch.float32)
 
 
 #: what rank zero's decision changes (broadcast to the other ranks; saved in checkpoints)
@@ -70,6 +99,8 @@ STATE = (
     "last_model_path",
     "current_score",
 )
+#: the scalar tensors of STATE (best_k_models holds more of them)
+_SCORES = ("best_model_score", "kth_value", "current_score")
 
 
 class CheckpointPlanner:
@@ -228,7 +259,10 @@ def link(target: str, link: str) -> None:
     try:
         os.symlink(os.path.relpath(target, os.path.dirname(link)), link)
     except OSError:
-        shutil.copy(target, link)
+        # No symlinks here: a copy, atomic like every checkpoint (never half a file under the
+        # final name).
+        with open(target, "rb") as src:
+            atomic_write(link, lambda fh: shutil.copyfileobj(src, fh), private=True, durable=True)
 
 
 def check_paths(dirpath: Any, filename: Any) -> None:

@@ -67,6 +67,8 @@ LOOP_KEYWORDS: dict[str, Any] = {
     "default_root_dir": None,
     "enable_autolog_hparams": True,
     "model_registry": None,
+    # ddpkit's own (Lightning has no restarts): docs/reliability.md
+    "max_restarts": 0,
 }
 
 
@@ -126,6 +128,9 @@ class LoopConfig:
     """Batches of everything in one epoch, nothing written; 0: off."""
     resume_from_checkpoint: str | None
     """1.x ``resume_from_checkpoint``: the ``ckpt_path`` of a ``fit`` that passes none."""
+    max_restarts: int
+    """A fit whose rank fails starts again on new ranks, from the newest complete checkpoint,
+    up to this many times; 0: the failure ends the job."""
     logger: Any
     """True, False, a logger or a list of loggers (as given)."""
     callbacks: tuple[Any, ...]
@@ -339,6 +344,9 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
         ),
         default_root_dir=check_path("default_root_dir", given["default_root_dir"]) or os.getcwd(),
         resume_from_checkpoint=os.fspath(resume) if resume is not None else None,
+        max_restarts=check_int(
+            "max_restarts", given["max_restarts"], minimum=0, meaning="0: a failure ends the job"
+        ),
         logger=check_logger(given["logger"]),
         callbacks=check_callbacks(given["callbacks"]),
     )

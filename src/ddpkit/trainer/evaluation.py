@@ -9,14 +9,17 @@ per batch ``on_{stage}_batch_start`` / the step / ``on_{stage}_batch_end``, then
 from __future__ import annotations
 
 import contextlib
+import io
 import math
+import pickle
+import re
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from ddpkit.callbacks.dispatch import module_hook
-from ddpkit.errors import DDPKitDeprecationWarning
+from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
 from ddpkit.utilities.rank_zero import rank_zero_warn
@@ -213,8 +216,38 @@ def predict(
     _restore(mode)
     if not keep:
         return None
-    gathered = ctx.plugin.all_gather_object(out)
+    gathered = gather_predictions(ctx.plugin, out)
     return [p for rank_predictions in gathered for p in rank_predictions]
+
+
+def gather_predictions(plugin: Any, mine: list[Any]) -> list[list[Any]]:
+    """Every rank's predictions, in rank order. They travel as ``torch.save`` bytes and are read
+    with ``torch.load(weights_only=True)``, which builds tensors and plain containers only: no
+    code runs from another rank's bytes (ddpkit's own exchanges never unpickle)."""
+    if plugin.world_size == 1:
+        return [mine]
+    buffer = io.BytesIO()
+    torch.save(mine, buffer)
+    gathered = plugin.all_gather_bytes(buffer.getvalue())
+    out: list[list[Any]] = []
+    for rank, data in enumerate(gathered):
+        if rank == plugin.global_rank:
+            out.append(mine)
+            continue
+        try:
+            out.append(torch.load(io.BytesIO(data), weights_only=True))
+        except pickle.UnpicklingError as err:
+            found = re.search(r"GLOBAL (\S+)", str(err))
+            what = found.group(1) if found else "an object"
+            raise MisconfigurationError(
+                f"Trainer.predict: rank {rank}'s predictions hold {what}, which "
+                f"torch.load(weights_only=True) does not build. ddpkit gathers the "
+                f"ranks' predictions that way, so that no code runs from another rank's bytes. "
+                f"Fix: return tensors, numbers, strings, or lists, tuples and dicts of them from "
+                f"predict_step (or register your class: "
+                f"torch.serialization.add_safe_globals([YourClass]))."
+            ) from None
+    return out
 
 
 def to_cpu(value: Any) -> Any:

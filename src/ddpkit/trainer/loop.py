@@ -23,6 +23,8 @@ from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.core.module import Module
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
+from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.ranks.protocol import skip_stage
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
@@ -32,6 +34,7 @@ from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
+from ddpkit.trainer.restart import FitStart, Resume
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
 from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
@@ -51,6 +54,8 @@ class StageRequest:
     weights_only: bool
     return_state: bool
     return_predictions: bool = True
+    #: the launching process's state when this fit first started (kept for its restarts)
+    fit_start: Any = None
 
 
 def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
@@ -75,6 +80,11 @@ def run_stage(
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
+    if isinstance(plugin, DDPPlugin) and skip_stage():
+        # A restarted job's child: this stage of the script ended before the failure.
+        return StageOutput(result=[] if request.fn in ("validate", "test") else None)
+    if request.fn == "fit":
+        FitStart.enter(request, state.callbacks)
     with (
         plugin.running(),
         deterministic(config.deterministic, plugin.root_device),
@@ -114,10 +124,15 @@ def _begin(
     # a stage starts with none, so a rank left alone in it can still be ended cleanly.
     versions: list[Any] = []
     if state.loggers:
+        # JSON, not a pickle (ddpkit's own exchanges never unpickle): only ddpkit's loggers take
+        # a version (``attach``), an int or a str.
         versions = [
-            getattr(lg, "version", None) if trainer.is_global_zero else None for lg in state.loggers
+            getattr(lg, "version", None)
+            if trainer.is_global_zero and callable(getattr(lg, "attach", None))
+            else None
+            for lg in state.loggers
         ]
-        versions = trainer.strategy.broadcast_object(versions)
+        versions = trainer.strategy.broadcast_json(versions)
     for logger, version in zip(state.loggers, versions):
         attach = getattr(logger, "attach", None)
         if callable(attach):
@@ -156,19 +171,21 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     state, fn = ctx.state, request.fn
     _prepare_data(ctx)
     _setup(ctx, fn)
+    resume = Resume.decide(ctx.plugin, state.callbacks, request.ckpt_path, fn)
     checkpoint = None
-    if request.ckpt_path is not None:
-        _info(ctx, f"Restoring states from the checkpoint path at {request.ckpt_path}")
-        checkpoint = load_checkpoint(request.ckpt_path, weights_only=request.weights_only)
+    if resume.path is not None:
+        _info(ctx, f"Restoring states from the checkpoint path at {resume.path}")
+        checkpoint = load_checkpoint(resume.path, weights_only=request.weights_only)
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
-        state.ckpt_path = request.ckpt_path
+        state.ckpt_path = resume.path
         if fn != "fit":
-            _info(ctx, f"Loaded model weights from the checkpoint at {request.ckpt_path}")
+            _info(ctx, f"Loaded model weights from the checkpoint at {resume.path}")
+    resume.announce(ctx.plugin, checkpoint)
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
     state.model = model
     if fn == "fit":
-        _fit(ctx, request, checkpoint)
+        _fit(ctx, request, checkpoint, resume.before_epochs(ctx.plugin, checkpoint))
         return None
     if fn in ("validate", "test"):
         state.status.stage = fn
@@ -195,7 +212,8 @@ def _require(loader: Any, fn: str) -> None:
         )
 
 
-def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | None) -> None:
+def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epochs: Any) -> None:
+    """``before_epochs``: called just before the first epoch (a restart's RNG states)."""
     state, config, model = ctx.state, ctx.config, ctx.model
     if not getattr(model, "automatic_optimization", True):
         raise MisconfigurationError(
@@ -249,7 +267,14 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     state.status.stage = "train"
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
         get_val = (lambda: val) if val is not None else val_loader
-        loop.run(train_loader, get_val, validation, start_epoch, val_loaded=val is not None)
+        loop.run(
+            train_loader,
+            get_val,
+            validation,
+            start_epoch,
+            val_loaded=val is not None,
+            before_epochs=before_epochs,
+        )
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)

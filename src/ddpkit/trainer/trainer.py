@@ -24,6 +24,7 @@ from ddpkit.trainer.loop import StageRequest, merge_callbacks, run_stage
 from ddpkit.trainer.loop_properties import LoopProperties
 from ddpkit.trainer.preflight import check_folders, folders_of
 from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
+from ddpkit.trainer.restart import KeptCheckpoint, check_restarts, rng_states
 from ddpkit.trainer.results_table import print_results
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
@@ -48,6 +49,8 @@ def _default_callbacks(config: LoopConfig) -> list[Any]:
         )
     if config.enable_checkpointing and not has_checkpoint:
         callbacks.append(ModelCheckpoint())
+    elif config.max_restarts and not has_checkpoint:
+        callbacks.append(KeptCheckpoint())  # a restart resumes from ddpkit's own
     if config.max_time is not None:
         callbacks.append(Timer(duration=config.max_time, interval="step"))
     has_summary = any(isinstance(cb, ModelSummary) for cb in callbacks)
@@ -135,6 +138,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         default_root_dir: str | os.PathLike[str] | None = None,
         enable_autolog_hparams: bool = True,
         model_registry: str | None = None,
+        max_restarts: int = 0,
         gpus: int | str | list[int] | None = None,
         num_processes: int | None = None,
         **legacy: Any,
@@ -144,6 +148,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, legacy)
         flags = Flags.of(**{k: given[k] for k in DEVICE_FLAGS})
         self._accelerator_connector = AcceleratorConnector(flags)
+        check_restarts(self._config.max_restarts, self._accelerator_connector.plan)
         self._state = LoopState(
             callbacks=_default_callbacks(self._config), loggers=_loggers(self._config)
         )
@@ -263,7 +268,8 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         if launcher is None:
             output: StageOutput = self._run_stage(fn, request)
         else:
-            output = launcher.launch(self._run_stage, fn, request)
+            restarts = self._config.max_restarts if fn == "fit" else 0
+            output = launcher.launch(self._run_stage, fn, request, max_restarts=restarts)
         if spawn and output is not None:
             self._adopt(model, datamodule, output)
         return output.result if output is not None else None
@@ -315,6 +321,8 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
             self._state.dispatcher,
             weights_only=weights_only,
             epochs_completed=self._state.epochs_completed,
+            # every rank's RNG states (gathered: a restart resumes them exactly)
+            rng=None if weights_only else rng_states(self.strategy, collective=barrier),
         )
         if self.is_global_zero:
             atomic_save(checkpoint, filepath)

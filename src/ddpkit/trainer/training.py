@@ -63,8 +63,11 @@ class FitLoop:
         validation: bool,
         start_epoch: int,
         val_loaded: bool = False,
+        before_epochs: Callable[[], None] | None = None,
     ) -> None:
-        """``val_loaded``: the sanity check made the val loader already (its count is known)."""
+        """``val_loaded``: the sanity check made the val loader already (its count is known).
+        ``before_epochs``: called just before the first epoch (a restart sets the RNG states of
+        the checkpoint there, where the uninterrupted run stood)."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
         if config.limit_train_batches == 0:
             return  # Lightning skips the loop, and its hooks, when there is nothing to train
@@ -82,6 +85,8 @@ class FitLoop:
             self._load_val()  # else on first use, as Lightning does
         state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
+        if before_epochs is not None:
+            before_epochs()
         epoch = start_epoch
         while not _done(ctx, epoch):
             every = config.reload_dataloaders_every_n_epochs

@@ -35,6 +35,7 @@ def _not_the_users() -> tuple[str, ...]:
             prefixes.append(path if name == "contextlib" else str(Path(path).parent))
     return tuple(prefixes)
 
+
 #: ddpkit's logger: what Lightning tells at INFO level (a fit stopped by max_epochs, a
 #: checkpoint restored, a seed set), ddpkit tells here, on rank zero
 log = logging.getLogger("ddpkit")

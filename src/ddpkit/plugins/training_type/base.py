@@ -22,6 +22,7 @@ from ddpkit.accelerators.base import Accelerator, LoaderHooks
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.utilities.exchange import json_round_trip
 
 __all__ = ["Connection", "Given", "TrainingTypePlugin", "plugin_call"]
 
@@ -286,6 +287,15 @@ class TrainingTypePlugin(LoaderHooks):
         """Lightning 1.x: True creates the optimizers after the model is wrapped (and after
         ``on_fit_start``), for a training type that needs the wrapped model's parameters."""
         return False
+
+    def broadcast_json(self, obj: Any, src: int = 0) -> Any:
+        """``obj`` (JSON-able) of rank ``src`` on every rank, as JSON in a tensor: ddpkit's own
+        exchanges never unpickle what another rank sent (:mod:`ddpkit.utilities.exchange`)."""
+        return json_round_trip(obj)
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        """Every rank's ``data``, in rank order (bytes in a tensor, never a pickle)."""
+        return [data]
 
     def on_exception(self, exc: BaseException) -> None:
         """A stage raised ``exc`` on this rank: add what the training type knows about it."""

@@ -8,7 +8,7 @@ import datetime
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -19,7 +19,9 @@ from ddpkit.ranks.stall import StallReport, StallWatchdog
 __all__ = [
     "COLLECTIVE_SLACK",
     "add_unused_parameters_hint",
+    "agent_store",
     "all_reduce",
+    "gloo_on_loopback",
     "init_process_group",
     "start_watchdog",
 ]
@@ -44,6 +46,26 @@ def add_unused_parameters_hint(exc: BaseException, plugin: object) -> None:
         )
 
 
+def agent_store(
+    env: Mapping[str, str], world_size: int, timeout: datetime.timedelta, stage: int
+) -> tuple[Any, str]:
+    """torchrun's agent store and this attempt's prefix in it, when the ranks are to use the
+    agent's (``TORCHELASTIC_USE_AGENT_STORE=True``); else ``(None, "")``: ``env://``.
+
+    The agent serves one store for every attempt of its workers, at the same port. Under
+    ``env://`` a restarted attempt reads the keys the attempt before it left — a dead rank's
+    address, to which gloo's connections are refused (plain torch under ``torchrun
+    --max-restarts`` fails about every second restart so). So each attempt's keys (and each
+    stage's) live under a prefix of their own."""
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None, ""
+    store = dist.TCPStore(  # type: ignore[attr-defined]
+        env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size, False, timeout
+    )
+    attempt = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return store, f"ddpkit/attempt{attempt}/stage{stage}/"
+
+
 def init_process_group(
     backend: str,
     *,
@@ -56,7 +78,7 @@ def init_process_group(
 ) -> None:
     """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
     apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
-    with _gloo_on_loopback(loopback and backend == "gloo"):
+    with gloo_on_loopback(loopback and backend == "gloo"):
         if store is None:
             dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
             return
@@ -119,7 +141,7 @@ def all_reduce(
 
 
 @contextlib.contextmanager
-def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
+def gloo_on_loopback(enabled: bool) -> Iterator[None]:
     """While the process group is made: gloo's listening sockets on the loopback interface.
 
     gloo otherwise listens on the address the host name resolves to, often the machine's LAN
