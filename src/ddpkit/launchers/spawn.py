@@ -35,6 +35,7 @@ from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
+from ddpkit.tracebacks import install_folding_hook
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
@@ -109,7 +110,10 @@ def _spawned_rank(
 
             write_private(result_file, lambda fh: torch.save(result, fh))
     except BaseException as exc:
-        report_rank_failure(env[ENV_ERROR_FILE], exc)
+        if report_rank_failure(env[ENV_ERROR_FILE], exc) and not isinstance(exc, SystemExit):
+            # The launcher's report shows the traceback once; multiprocessing would print it
+            # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1.
+            raise SystemExit(1) from None
         raise
 
 
@@ -165,6 +169,7 @@ class SpawnLauncher(Launcher):
 
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
         check_main_guard()
+        install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         env = launchable_environment(self.plugin)
         payload = self._pickle(fn, args)
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.

@@ -10,6 +10,7 @@ its last lines of output.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -96,8 +97,22 @@ def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
     return "\n".join(lines)
 
 
-def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport]) -> str:
-    """Why a rank the test started makes the test fail ('' when it does not)."""
+def _named_pids(reports: Sequence[pytest.TestReport]) -> set[int]:
+    """The pids a failure's report already speaks for: a ``ChildFailedError`` (or rank 0's own
+    error, with a note per rank) names each rank's fate, the root cause's traceback included."""
+    failure = first_failure(reports)
+    if failure is None:
+        return set()
+    return {int(pid) for pid in re.findall(r"\brank \d+ \(pid (\d+)\)", failure.longreprtext)}
+
+
+def _rank_problem(
+    item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport], named: set[int]
+) -> str:
+    """Why a rank the test started makes the test fail ('' when it does not, or when the
+    test's own failure already tells how it ended: ``named``)."""
+    if p.pid in named and not (set(r.nodeid for r in reports) - {item.nodeid}):
+        return ""
     failure = first_failure(reports)
     if failure is not None:
         return f"{heading(p, f'failed in {failure.when}')}\n{failure.longreprtext}"
@@ -133,8 +148,9 @@ def standalone_reports(
             lines.append(f"\n{heading(p)}\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
     problems = []
+    named = _named_pids(reports)
     for p in end.processes[1:]:
-        problem = _rank_problem(item, p, _reports(p, deserialize))
+        problem = _rank_problem(item, p, _reports(p, deserialize), named)
         if problem:
             problems.append(problem)
     if direct.exitcode not in (0, None) and first_failure(reports) is None:
@@ -245,7 +261,7 @@ def distributed_reports(
     extras = [
         problem
         for p in end.processes
-        if not p.direct and (problem := _rank_problem(item, p, _reports(p, deserialize)))
+        if not p.direct and (problem := _rank_problem(item, p, _reports(p, deserialize), set()))
     ]
     if end.leftover:
         extras.append(_leftover_text(end))

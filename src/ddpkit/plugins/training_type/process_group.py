@@ -8,6 +8,7 @@ import datetime
 import os
 import re
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import torch
 import torch.distributed as dist
 
 from ddpkit.ranks.stall import StallReport, StallWatchdog
+from ddpkit.tracebacks import folding_installed
 
 __all__ = [
     "COLLECTIVE_SLACK",
@@ -56,17 +58,28 @@ def init_process_group(
 ) -> None:
     """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
     apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
+    hook = sys.excepthook
     with _gloo_on_loopback(loopback and backend == "gloo"):
         if store is None:
             dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
-            return
-        dist.init_process_group(
-            backend,
-            store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
-            rank=rank,
-            world_size=world_size,
-            timeout=timeout,
-        )
+        else:
+            dist.init_process_group(
+                backend,
+                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+                rank=rank,
+                world_size=world_size,
+                timeout=timeout,
+            )
+    _one_excepthook(hook)
+
+
+def _one_excepthook(before: Any) -> None:
+    """torch wraps ``sys.excepthook`` at every ``init_process_group`` so that each line of an
+    uncaught traceback starts with ``[rankN]: ``. Once is enough (a second stage would prefix
+    every line twice), and none where ddpkit's launcher prints the report (its folding hook
+    runs in this process): that report is the job's one traceback, and its lines stay whole."""
+    if folding_installed() or getattr(before, "__name__", "") == "_distributed_excepthook":
+        sys.excepthook = before
 
 
 def start_watchdog(
