@@ -6,7 +6,9 @@
      └── DDPKitError
           ├── MisconfigurationError   (also a ValueError: the flags cannot work together)
           ├── LaunchError             (a rank could not be started, or a port could not be bound)
-          └── ChildFailedError        (a rank failed; root cause first, then every other rank)
+          ├── ChildFailedError        (a rank failed; root cause first, then every other rank)
+          └── UnusedParametersError   (also a RuntimeError: DDP waits for a parameter's gradient
+                                       that the loss never produced; names the parameters)
 
     Warning
      └── DDPKitWarning                (UserWarning)
@@ -30,6 +32,7 @@ __all__ = [
     "LaunchError",
     "MisconfigurationError",
     "RankFailure",
+    "UnusedParametersError",
 ]
 
 
@@ -139,6 +142,11 @@ class ChildFailedError(DDPKitError):
         if any(f.folded for f in self.failures):
             lines.append(fold_hint())
         return "\n".join(lines)
+
+
+class UnusedParametersError(DDPKitError, RuntimeError):
+    """With ``find_unused_parameters=False``, parameters took no part in the loss and DDP waits
+    for their gradients: the parameters by name, the fix, then torch's own message."""
 
 
 class DDPKitWarning(UserWarning):

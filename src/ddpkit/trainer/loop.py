@@ -270,6 +270,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
+    state.progress.fit_end(ctx.trainer)
 
 
 def _validation_defined(ctx: StageContext, request: StageRequest) -> bool:

@@ -123,6 +123,7 @@ class FitLoop:
         ctx.dispatch.train_epoch_end()
         values.update(metrics.end_epoch("train"))
         log_epoch_row(ctx, values)
+        state.progress.epoch_end(epoch, state.global_step, lambda: metrics.callback_metrics)
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:

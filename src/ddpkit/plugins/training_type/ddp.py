@@ -38,11 +38,11 @@ from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
 from ddpkit.plugins.training_type.process_group import (
     COLLECTIVE_SLACK,
-    add_unused_parameters_hint,
     all_reduce,
     init_process_group,
     start_watchdog,
 )
+from ddpkit.plugins.training_type.unused import unused_parameters_error
 from ddpkit.ranks.protocol import rank_stage
 from ddpkit.ranks.rendezvous import Rendezvous, host_for
 from ddpkit.ranks.stall import StallReport, StallWatchdog
@@ -91,6 +91,8 @@ class DDPPlugin(TrainingTypePlugin):
     def _reset_run_state(self) -> None:
         self._owns_process_group = False
         self._watchdog: StallWatchdog | None = None
+        #: this stage's DistributedDataParallel (its parameters name an unused-parameter error)
+        self._ddp_model: torch.nn.parallel.DistributedDataParallel | None = None
         self._stage = 0
         # Given by the launcher for the length of one stage (:meth:`joining`).
         self._rendezvous: Rendezvous | None = None
@@ -228,7 +230,7 @@ class DDPPlugin(TrainingTypePlugin):
         if self.sync_batchnorm:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(
+        self._ddp_model = torch.nn.parallel.DistributedDataParallel(
             model,
             device_ids=device_ids,
             find_unused_parameters=self.find_unused_parameters,
@@ -236,6 +238,7 @@ class DDPPlugin(TrainingTypePlugin):
             gradient_as_bucket_view=self.gradient_as_bucket_view,
             **self.ddp_kwargs,
         )
+        return self._ddp_model
 
     def no_sync(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):
@@ -274,9 +277,10 @@ class DDPPlugin(TrainingTypePlugin):
             dist.all_gather_object(out, obj)
         return out
 
-    def on_exception(self, exc: BaseException) -> None:
-        if not self.find_unused_parameters:
-            add_unused_parameters_hint(exc, self)
+    def on_exception(self, exc: BaseException) -> BaseException | None:
+        if self.find_unused_parameters:
+            return None
+        return unused_parameters_error(exc, self, self._ddp_model)
 
     def teardown(self) -> None:
         if self._watchdog is not None:
@@ -285,13 +289,20 @@ class DDPPlugin(TrainingTypePlugin):
         if self._owns_process_group and dist.is_initialized():
             dist.destroy_process_group()
         self._owns_process_group = False
+        self._ddp_model = None
         if self._connection is not None:
             self._env.teardown()
 
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
-        return {**self.__dict__, "_rendezvous": None, "_on_stall": None, "_watchdog": None}
+        return {
+            **self.__dict__,
+            "_rendezvous": None,
+            "_on_stall": None,
+            "_watchdog": None,
+            "_ddp_model": None,
+        }
 
     def __repr__(self) -> str:
         opts = [f"find_unused_parameters={self.find_unused_parameters}"]

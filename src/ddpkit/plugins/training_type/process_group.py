@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -20,7 +19,6 @@ from ddpkit.tracebacks import folding_installed
 
 __all__ = [
     "COLLECTIVE_SLACK",
-    "add_unused_parameters_hint",
     "all_reduce",
     "init_process_group",
     "start_watchdog",
@@ -30,20 +28,6 @@ __all__ = [
 #: every rank's stack and names the rank that never arrived, always acts first
 COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
 _REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
-#: torch's error when a parameter took no part in the loss and DDP waits for its gradient
-_UNUSED_PARAMETERS = re.compile(r"Expected to have finished reduction in the prior iteration")
-
-
-def add_unused_parameters_hint(exc: BaseException, plugin: object) -> None:
-    """Name the fix on torch's error for a parameter that took no part in the loss."""
-    if isinstance(exc, RuntimeError) and _UNUSED_PARAMETERS.search(str(exc)):
-        exc.add_note(
-            f"ddpkit: the model has parameters that took no part in producing the loss of "
-            f"training_step, and {plugin!r} does not look for them. If that is intended, "
-            f"pass strategy='ddp_find_unused_parameters_true' (or "
-            f"{type(plugin).__name__}(find_unused_parameters=True)); else use every parameter "
-            f"in the loss."
-        )
 
 
 def init_process_group(
