@@ -20,6 +20,7 @@ from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.rootcause import (
     CRASH_LINES,
     RankVerdict,
+    at_timeout,
     describe,
     finished,
     first_failure,
@@ -82,18 +83,27 @@ def failed_reports(
 # -- standalone -------------------------------------------------------------------------------
 
 
-def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
+def _timeout_text(kind: str, end: JobEnd, deserialize: Deserialize) -> str:
+    """A timed-out standalone test: the root cause first (the rank outside every collective
+    while the others wait in one), then each process's last output and stacks."""
     pids = ", ".join(str(p.pid) for p in end.processes)
     assert end.timeout is not None
-    lines = [
+    verdicts = sorted((at_timeout(p, _reports(p, deserialize)) for p in end.processes),
+                      key=lambda v: v.order)  # fmt: skip
+    head = (
         f"{kind} test timed out after {end.timeout:g} s; ddpkit ended its process tree "
-        f"(pids {pids}). Fix: find where it hangs in the stacks below, or give it more time "
-        f"with @pytest.mark.{kind}(timeout=...)."
+        f"(pids {pids})."
+    )
+    several = len(verdicts) > 1 and verdicts[0].status != "timed out"
+    if several:
+        head += f" Root cause: rank {verdicts[0].end.rank}.{root_note(verdicts)}"
+    lines = [
+        head,
+        f"Fix: find where it hangs in the stacks below, or give it more time with "
+        f"@pytest.mark.{kind}(timeout=...).",
     ]
-    if extra:
-        lines.append(extra)
-    for p in end.processes:
-        lines.append(f"\n{heading(p)}\n{output_block(p)}")
+    for i, v in enumerate(verdicts if several else [at_timeout(p, ()) for p in end.processes]):
+        lines.append(f"\n{heading(v.end, root=several and i == 0)}\n{output_block(v.end)}")
     return "\n".join(lines)
 
 
@@ -137,7 +147,7 @@ def standalone_reports(
     """The reports of a standalone test: its interpreter's own, when they tell the story."""
     direct = end.processes[0]
     if end.timed_out:
-        return failed_reports(item, "call", _timeout_text("standalone", end))
+        return failed_reports(item, "call", _timeout_text("standalone", end, deserialize))
     reports = _reports(direct, deserialize)
     if not finished(reports):
         lines = [

@@ -7,10 +7,11 @@ and leave nothing behind. Written to a file or a pipe (a log, CI, ``nohup``), th
 nothing (``\\r``-redrawn bars only make a log unreadable); instead each epoch, once its
 validation and ``on_train_epoch_end`` hooks ran, prints one line on stdout::
 
-    epoch 0 (step 32, 1.2 s): train_loss=0.7006  train_acc=0.5867  val_loss=0.6104  val_acc=0.5625
+    epoch 0 (step 32, 1.2 s): train_acc=0.5867  train_loss=0.7006  val_acc=0.5625  val_loss=0.6104
 
-(its epoch-level metrics, as ``callback_metrics`` holds them: a value logged per step and per
-epoch shows its epoch mean under its own name). When ``fit`` ends, a few lines say what it did,
+(its epoch-level metrics, as ``callback_metrics`` holds them, by name: a value logged per step
+and per epoch shows its epoch mean under its own name; the time since the previous line, or
+since ``fit`` began). When ``fit`` ends, a few lines say what it did,
 where the checkpoint went and where the logs are::
 
     done: 2 epochs, 64 steps on 2 processes in 3.1 s
@@ -167,9 +168,10 @@ def _number(value: float) -> str:
 
 def epoch_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """The epoch-level values of ``callback_metrics``: ``x_epoch`` shown as ``x``, and the
-    ``x_step`` of the same value left out."""
+    ``x_step`` of the same value left out; sorted by name, so that a log's lines line up (and
+    ``train_*`` comes before ``val_*``)."""
     shown: dict[str, float] = {}
-    for name, value in metrics.items():
+    for name, value in sorted(metrics.items()):
         base = name.removesuffix("_step")
         if base != name and f"{base}_epoch" in metrics:
             continue
