@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ddpkit.errors import MisconfigurationError
 
-__all__ = ["MachineError", "Machine", "machine_of", "parse_options"]
+__all__ = ["Machine", "MachineError", "machine_of", "parse_options"]
 
 _SLURM_KEYS = ("nodes", "ntasks", "ntasks-per-node", "gpus-per-node", "job-name")
 _TORCHRUN_KEYS = ("nnodes", "nproc-per-node", "node-rank")

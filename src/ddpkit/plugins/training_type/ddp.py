@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -48,6 +49,9 @@ from ddpkit.ranks.rendezvous import Rendezvous, host_for
 from ddpkit.ranks.stall import StallReport, StallWatchdog
 
 __all__ = ["DDPPlugin"]
+
+#: what a DDPPlugin holds for one stage only, left out when it is pickled for spawned ranks
+_STAGE_LOCAL = ("_rendezvous", "_on_stall", "_watchdog", "_ddp_model")
 
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
@@ -91,8 +95,7 @@ class DDPPlugin(TrainingTypePlugin):
     def _reset_run_state(self) -> None:
         self._owns_process_group = False
         self._watchdog: StallWatchdog | None = None
-        #: this stage's DistributedDataParallel (its parameters name an unused-parameter error)
-        self._ddp_model: torch.nn.parallel.DistributedDataParallel | None = None
+        self._ddp_model: Callable[[], Any] | None = None  # weakly: names unused parameters
         self._stage = 0
         # Given by the launcher for the length of one stage (:meth:`joining`).
         self._rendezvous: Rendezvous | None = None
@@ -230,15 +233,15 @@ class DDPPlugin(TrainingTypePlugin):
         if self.sync_batchnorm:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        self._ddp_model = torch.nn.parallel.DistributedDataParallel(
+        self._ddp_model = weakref.ref(ddp := torch.nn.parallel.DistributedDataParallel(
             model,
             device_ids=device_ids,
             find_unused_parameters=self.find_unused_parameters,
             static_graph=self.static_graph,
             gradient_as_bucket_view=self.gradient_as_bucket_view,
             **self.ddp_kwargs,
-        )
-        return self._ddp_model
+        ))  # fmt: skip
+        return ddp
 
     def no_sync(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):
@@ -278,8 +281,6 @@ class DDPPlugin(TrainingTypePlugin):
         return out
 
     def on_exception(self, exc: BaseException) -> BaseException | None:
-        if self.find_unused_parameters:
-            return None
         return unused_parameters_error(exc, self, self._ddp_model)
 
     def teardown(self) -> None:
@@ -289,20 +290,13 @@ class DDPPlugin(TrainingTypePlugin):
         if self._owns_process_group and dist.is_initialized():
             dist.destroy_process_group()
         self._owns_process_group = False
-        self._ddp_model = None
         if self._connection is not None:
             self._env.teardown()
 
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
-        return {
-            **self.__dict__,
-            "_rendezvous": None,
-            "_on_stall": None,
-            "_watchdog": None,
-            "_ddp_model": None,
-        }
+        return {**self.__dict__, **dict.fromkeys(_STAGE_LOCAL)}
 
     def __repr__(self) -> str:
         opts = [f"find_unused_parameters={self.find_unused_parameters}"]

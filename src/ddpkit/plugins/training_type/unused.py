@@ -11,6 +11,7 @@ raises :class:`~ddpkit.errors.UnusedParametersError` in its place: the parameter
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ddpkit.errors import UnusedParametersError
@@ -66,12 +67,16 @@ def _listed(names: list[str]) -> str:
 
 
 def unused_parameters_error(
-    exc: BaseException, plugin: Any, ddp: Any
+    exc: BaseException, plugin: Any, ddp_ref: Callable[[], Any] | None
 ) -> UnusedParametersError | None:
-    """ddpkit's error for torch's unused-parameter failure ``exc`` in ``plugin`` (the model
-    ``ddp`` wraps); None for any other error."""
+    """ddpkit's error for torch's unused-parameter failure ``exc`` in ``plugin`` (``ddp_ref``:
+    a weak reference to the ``DistributedDataParallel`` of the stage); None for any other
+    error, and where the plugin looks for unused parameters."""
+    if getattr(plugin, "find_unused_parameters", False):
+        return None
     if not isinstance(exc, RuntimeError) or not _UNUSED.search(str(exc)):
         return None
+    ddp = ddp_ref() if ddp_ref is not None else None
     rank, names = _unused(str(exc), ddp)
     kind = type(plugin).__name__
     name = "ddp_spawn" if getattr(plugin, "name", "ddp") == "ddp_spawn" else "ddp"
