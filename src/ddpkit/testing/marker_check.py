@@ -21,6 +21,7 @@ does not use ddpkit at all.
 from __future__ import annotations
 
 import sys
+import types
 
 import pytest
 
@@ -45,21 +46,34 @@ def _declared(config: pytest.Config) -> set[str]:
     return names
 
 
-def _uses_ddpkit() -> bool:
-    """A test module or conftest imported ddpkit (beyond this check and its package)."""
+def _uses_ddpkit(item: pytest.Item) -> bool:
+    """The test's module holds something of ddpkit's (``import ddpkit``, ``from ddpkit import
+    Trainer``), or a module of ddpkit's beyond this check was imported."""
+    module = getattr(item, "module", None)
+    for value in vars(module).values() if module is not None else ():
+        home = value.__name__ if isinstance(value, types.ModuleType) else _module_of(value)
+        if home.split(".")[0] == "ddpkit":
+            return True
     return any(
         name.startswith("ddpkit.") and name not in ("ddpkit.__about__", "ddpkit.testing", __name__)
         for name in sys.modules
     )
 
 
-def _ddpkits(item: pytest.Item, declared: set[str], uses_ddpkit: bool) -> str | None:
+def _module_of(value: object) -> str:
+    try:
+        return str(getattr(value, "__module__", "") or "")
+    except Exception:
+        return ""
+
+
+def _ddpkits(item: pytest.Item, declared: set[str]) -> str | None:
     """The ddpkit marker ``item`` relies on without the plugin, or None."""
     for name in _MARKERS:
         if name in declared or item.get_closest_marker(name) is None:
             continue
         needs_dist = name == "distributed" and "dist" in getattr(item, "fixturenames", ())
-        if needs_dist or uses_ddpkit:
+        if needs_dist or _uses_ddpkit(item):
             return name
     return None
 
@@ -69,8 +83,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if _loaded(config) or not items:
         return
     declared = _declared(config)
-    uses_ddpkit = _uses_ddpkit()
-    marked = [(item, m) for item in items if (m := _ddpkits(item, declared, uses_ddpkit))]
+    marked = [(item, m) for item in items if (m := _ddpkits(item, declared))]
     if not marked:
         return
     names = sorted({m for _, m in marked})
