@@ -58,13 +58,13 @@ def test_a_script_each_call_with_its_line(capsys: Capture, tmp_path: Path) -> No
     assert blocks[0] == f"{script}: 2 Trainer(...) calls, each planned below."
     first, second = blocks[1].splitlines(), blocks[2].splitlines()
     assert first[0] == (
-        f'{script}, line 7: Trainer(accelerator="gpu", devices=4, max_epochs=args.epochs, '
+        f"{script}, line 7: Trainer(accelerator='gpu', devices=4, max_epochs=args.epochs, "
         f"callbacks=[])"
     )
     assert first[1] == "planned for a machine with 4 CUDA devices"
     assert first[2] == "plan for Trainer(accelerator='gpu', devices=4)"
     assert "cuda:0, cuda:1, cuda:2, cuda:3" in blocks[1] and "nccl" in blocks[1]
-    assert first[-1] == "  not in the plan: max_epochs, callbacks (they do not decide it)"
+    assert first[-1] == "  other keywords  max_epochs, callbacks (not part of the plan)"
     assert second[0].startswith(f"{script}, line 9: Trainer(num_processes=2, ")
     assert "DDPPlugin(find_unused_parameters=True, timeout=300)" in blocks[2]
 

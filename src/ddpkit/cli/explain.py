@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
             lines.append(f"planned for {machine}")
         lines.append(plan.explain())
         if call.other:
-            lines.append(f"  not in the plan: {', '.join(call.other)} (they do not decide it)")
+            lines.append(f"  other keywords  {', '.join(call.other)} (not part of the plan)")
         blocks.append("\n".join(lines))
     print("\n\n".join(blocks))
     return 0

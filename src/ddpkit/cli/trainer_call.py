@@ -63,7 +63,7 @@ class TrainerCall:
     other: tuple[str, ...] = ()
     #: "script.py, line 12" (empty for a call given as text)
     where: str = ""
-    #: the call's source text, as written
+    #: the call as written (one line: a script's call as ast gives it back)
     source: str = field(default="", compare=False)
 
 
@@ -160,7 +160,7 @@ def _read(node: ast.Call, where: str, source: str) -> TrainerCall:
             classes = _classes()
         fix = _left_to_user(node, keyword)
         given[keyword.arg] = _value(keyword.value, f"{where}{written}", classes, fix)
-    return TrainerCall(given, tuple(other), where.rstrip(": "), " ".join(source.split()))
+    return TrainerCall(given, tuple(other), where.rstrip(": "), source)
 
 
 def parse_call(text: str) -> TrainerCall:
@@ -199,10 +199,7 @@ def find_calls(path: Path) -> list[TrainerCall]:
         ) from None
     nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_trainer(n)]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-    return [
-        _read(n, f"{path}, line {n.lineno}: ", ast.get_source_segment(source, n) or "")
-        for n in nodes
-    ]
+    return [_read(n, f"{path}, line {n.lineno}: ", ast.unparse(n)) for n in nodes]
 
 
 def read_call(text: str) -> list[TrainerCall]:
