@@ -251,7 +251,15 @@ def test_console_entry_points() -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "argv",
-    [["--version"], ["--help"], ["explain", "--help"], ["explian"], ["explain", "--devces", "2"]],
+    [
+        ["--version"],
+        ["--help"],
+        ["explain", "--help"],
+        ["explian"],
+        ["explain", "--devces", "2"],
+        ["run", "--help"],
+        ["run", "--nnodes", "2", "x.py"],
+    ],
     ids=" ".join,
 )
 def test_answers_without_importing_torch(argv: list[str]) -> None:

@@ -1,5 +1,5 @@
 """The ``ddpkit`` command: what a Trainer's flags will do, what this machine offers, a run's
-metrics as a picture.
+metrics as a picture, and any script's ranks started and supervised (``ddpkit run``).
 
 Every error names the command as it was typed and ends with a fix; with ``--json`` it is a JSON
 object on stdout instead. Either way the exit status is 2. Parsing imports no torch (see
@@ -14,13 +14,13 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from ddpkit.cli import env, explain, plot
+from ddpkit.cli import env, explain, plot, run
 from ddpkit.cli.parser import Command, Parser, UsageError, build_parser, usage_fix
 
 __all__ = ["COMMANDS", "main", "parser"]
 
 #: Every command, in the order ``ddpkit --help`` lists them.
-COMMANDS: list[Command] = [explain.COMMAND, env.COMMAND, plot.COMMAND]
+COMMANDS: list[Command] = [explain.COMMAND, env.COMMAND, plot.COMMAND, run.COMMAND]
 
 
 def parser() -> Parser:
@@ -70,12 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(ddpkit --help lists them)"
         )
         return _fail(command, problem, "UsageError", as_json)
-    run = next(c.run for c in COMMANDS if args.command in (c.name, *c.aliases))
+    chosen_run = next(c.run for c in COMMANDS if args.command in (c.name, *c.aliases))
     # The plan shows its warnings as lines of its own; Python's copy of them would say it twice.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return run(args)
+            return chosen_run(args)
+        except UsageError as err:  # a command's own check of the numbers
+            return _fail(command, f"{err.problem}. Fix: {err.prog} --help", "UsageError", as_json)
         except MisconfigurationError as err:
             return _fail(command, str(err), type(err).__name__, as_json)
         except ModuleNotFoundError as err:

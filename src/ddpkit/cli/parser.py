@@ -19,15 +19,16 @@ from ddpkit.__about__ import __version__
 __all__ = ["Command", "Parser", "UsageError", "build_parser", "usage_fix", "version_line"]
 
 _DESCRIPTION = """\
-See what a Trainer's flags will do before training, what ddpkit sees on this machine, and a
-run's metrics as a picture."""
+See what a Trainer's flags will do before training, what ddpkit sees on this machine, a run's
+metrics as a picture; start any script's ranks under ddpkit's supervision."""
 
 _EXAMPLES = """\
 examples:
   ddpkit explain --accelerator ddp_cpu --num-processes 2
   ddpkit explain --accelerator gpu --devices 0,1 --json
   ddpkit env
-  ddpkit plot runs/spirals/metrics.csv -o curves.png"""
+  ddpkit plot runs/spirals/metrics.csv -o curves.png
+  ddpkit run --nproc-per-node 2 train.py --lr 0.1"""
 
 
 class UsageError(Exception):

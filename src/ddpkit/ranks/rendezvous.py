@@ -24,7 +24,7 @@ from typing import Any
 
 from ddpkit.utilities.ports import listen_for_store
 
-__all__ = ["Rendezvous", "StoreHost", "host_for"]
+__all__ = ["Rendezvous", "StoreHost", "host_for", "host_on_free_port"]
 
 
 class StoreHost:
@@ -102,3 +102,13 @@ def host_for(port: int, *, local_only: bool) -> StoreHost:
         if host is None:
             host = _hosts[port] = StoreHost.bind(port, local_only=local_only)
         return host
+
+
+def host_on_free_port(*, local_only: bool) -> StoreHost:
+    """A store host on a port the kernel picks, kept like :func:`host_for`'s (which later finds
+    it by its port): for a rank 0 that must tell the others its port before its store starts
+    (an MPI job without MASTER_PORT)."""
+    host = StoreHost.bind(None, local_only=local_only)
+    with _hosts_lock:
+        _hosts[host.port] = host
+    return host
