@@ -21,21 +21,6 @@ from ddpkit.errors import MisconfigurationError
 
 __all__ = ["CallError", "TrainerCall", "find_calls", "parse_call", "read_call"]
 
-#: the Trainer keywords a plan is made of (ddpkit.connector.flags.DEVICE_FLAGS, without the
-#: import: the CLI parses its command line without torch)
-PLAN_KEYWORDS = (
-    "accelerator",
-    "devices",
-    "gpus",
-    "num_processes",
-    "num_nodes",
-    "strategy",
-    "plugins",
-    "precision",
-    "sync_batchnorm",
-)
-
-
 class CallError(MisconfigurationError):
     """A call ``ddpkit explain`` cannot read: what, where, and what to write instead."""
 
@@ -147,13 +132,15 @@ def _read(node: ast.Call, where: str, source: str) -> TrainerCall:
             f"{where}{ast.unparse(node)} passes **keywords, whose values ddpkit explain cannot "
             f"know. Fix: write the keywords out"
         )
+    from ddpkit.connector.flags import DEVICE_FLAGS  # when a call is read: torch is needed then
+
     classes: dict[str, Callable[..., Any]] | None = None
     given: dict[str, Any] = {}
     other: list[str] = []
     written = ast.unparse(node)
     for keyword in node.keywords:
         assert keyword.arg is not None
-        if keyword.arg not in PLAN_KEYWORDS:
+        if keyword.arg not in DEVICE_FLAGS:
             other.append(keyword.arg)
             continue
         if classes is None:
