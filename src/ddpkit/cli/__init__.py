@@ -36,11 +36,23 @@ def _fail(command: str, problem: str, kind: str, as_json: bool) -> int:
     return 2
 
 
+def _typed(argv: Sequence[str]) -> str:
+    """The command line as a shell would take it back, quoted as people quote it: a call with
+    single quotes inside goes in double quotes (shlex would write ``'"'"'``)."""
+    words = []
+    for arg in argv:
+        quoted = shlex.quote(arg)
+        if quoted != arg and "'" in arg and not any(c in arg for c in '"$`\\!'):
+            quoted = f'"{arg}"'
+        words.append(quoted)
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from ddpkit.errors import MisconfigurationError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = shlex.join(["ddpkit", *argv])
+    command = _typed(["ddpkit", *argv])
     as_json = "--json" in argv
     whole = parser()
     try:

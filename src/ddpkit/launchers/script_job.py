@@ -56,6 +56,7 @@ from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
 from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
+from ddpkit.tracebacks import install_folding_hook
 
 __all__ = ["ScriptJob", "job_for", "retire_job"]
 
@@ -118,6 +119,7 @@ class ScriptJob:
             self.signals.close()
             raise
         self.supervisor = Supervisor(handles, self.record_of, what=_WHAT, rank_zero=self.rank_zero)
+        install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         self._previous_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.at_exit)
@@ -263,7 +265,7 @@ class ScriptJob:
         if exc is None or isinstance(exc, StageAbort):
             how = f"this process; interrupted by ddpkit after rank {root.rank} failed"
         elif is_peer_loss(exc):
-            how = f"this process; its collective failed when rank {root.rank} went away"
+            how = f"this process; ended by ddpkit after rank {root.rank} failed"
         else:
             how = f"this process; then failed: {first_line(exc)}"
         line = self.rank_zero.line(how)

@@ -38,6 +38,7 @@ from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_JOB_KEY, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
 from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
+from ddpkit.tracebacks import install_folding_hook
 from ddpkit.utilities import rng
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
@@ -118,7 +119,10 @@ def _spawned_rank(
 
             write_private(result_file, lambda fh: torch.save(result, fh))
     except BaseException as exc:
-        report_rank_failure(env[ENV_ERROR_FILE], exc)
+        if report_rank_failure(env[ENV_ERROR_FILE], exc) and not isinstance(exc, SystemExit):
+            # The launcher's report shows the traceback once; multiprocessing would print it
+            # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1.
+            raise SystemExit(1) from None
         raise
 
 
@@ -174,6 +178,7 @@ class SpawnLauncher(Launcher):
 
     def launch(self, fn: Callable[..., R], *args: Any, max_restarts: int = 0) -> R:
         check_main_guard()
+        install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         env = launchable_environment(self.plugin)
         payload = self._pickle(fn, args)
         # The parent does not train: a restart spawns every rank again, from the same payload.

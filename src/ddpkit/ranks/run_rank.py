@@ -8,7 +8,8 @@ this module then runs TARGET exactly as ``python -u TARGET ARGS`` would (``sys.a
 - the rank ends with its parent (:func:`~ddpkit.ranks.lifeline.watch_parent`; the parent also
   set the parent-death signal before exec);
 - an exception that ends the script leaves its traceback in the rank's error file (the parent
-  shows the root cause's, first); the script still ends with it, as it would alone;
+  shows the root cause's, first, and the rank does not print it a second time); the script
+  still ends with it (exit status 1), as it would alone;
 - a collective that waits longer than the stall timeout (``DDPKIT_RUN_STALL_TIMEOUT``) raises
   ddpkit's stall alarm (:mod:`ddpkit.ranks.stall`): every rank dumps the stack of each thread,
   and the parent names the rank that never arrived. A raw script's collectives are seen by
@@ -40,17 +41,21 @@ _SAMPLE_SECONDS = 0.1
 _DISTRIBUTED = os.sep + os.path.join("torch", "distributed") + os.sep
 
 
-def _report(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+def _report(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> bool:
+    """Leave the traceback for the parent; True when it is in (the parent's report shows it)."""
     path = os.environ.get(ENV_ERROR_FILE)
     if not path or isinstance(value, SystemExit | KeyboardInterrupt):
-        return
+        return False
     if "torch" in sys.modules:
-        report_rank_failure(path, value)  # tells a lost peer from a root cause
-        return
+        return report_rank_failure(path, value)  # tells a lost peer from a root cause
     # No torch loaded: no collective, so no lost peer (and no second spent importing torch).
     lines = str(value).strip().splitlines()
     summary = f"{kind.__name__}: {lines[0][:300]}" if lines else kind.__name__
-    write_error_file(path, "".join(traceback.format_exception(value)), summary=summary)
+    try:
+        write_error_file(path, "".join(traceback.format_exception(value)), summary=summary)
+    except OSError:
+        return False
+    return True
 
 
 def _user_frames(tb: TracebackType | None) -> TracebackType | None:
@@ -145,8 +150,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         tb = _user_frames(tb)
-        _report(kind, value.with_traceback(tb), tb)
-        previous(kind, value, tb)
+        if not _report(kind, value.with_traceback(tb), tb):
+            previous(kind, value, tb)  # else the parent's report shows it, once
 
     sys.excepthook = hook
     stall = float(os.environ.get(ENV_STALL_TIMEOUT, "0") or 0)

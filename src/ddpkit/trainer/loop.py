@@ -278,6 +278,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
+    state.progress.fit_end(ctx.trainer)
 
 
 def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:

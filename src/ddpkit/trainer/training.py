@@ -125,6 +125,7 @@ class FitLoop:
         values.update(metrics.end_epoch("train"))
         log_epoch_row(ctx, values)
         state.batches_stepped += 1
+        state.progress.epoch_end(epoch, state.global_step, lambda: metrics.callback_metrics)
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:

@@ -297,8 +297,10 @@ class TrainingTypePlugin(LoaderHooks):
         """Every rank's ``data``, in rank order (bytes in a tensor, never a pickle)."""
         return [data]
 
-    def on_exception(self, exc: BaseException) -> None:
-        """A stage raised ``exc`` on this rank: add what the training type knows about it."""
+    def on_exception(self, exc: BaseException) -> BaseException | None:
+        """A stage raised ``exc`` on this rank: what the training type knows about it, as an
+        error to raise in its place (None: ``exc`` stands)."""
+        return None
 
     def teardown(self) -> None:
         pass
@@ -310,8 +312,11 @@ class TrainingTypePlugin(LoaderHooks):
         try:
             yield
         except BaseException as exc:
-            self.on_exception(exc)
-            raise
+            replacement = self.on_exception(exc)
+            if replacement is None:
+                raise
+            # It says all that ``exc`` did, first: ``exc`` stays its __context__, unprinted.
+            raise replacement from None
         finally:
             self.teardown()
 

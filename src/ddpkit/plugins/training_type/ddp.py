@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -38,17 +39,20 @@ from ddpkit.plugins.training_type.collectives import DistributedCollectives
 from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
 from ddpkit.plugins.training_type.process_group import (
     COLLECTIVE_SLACK,
-    add_unused_parameters_hint,
     agent_store,
     init_process_group,
     start_watchdog,
 )
+from ddpkit.plugins.training_type.unused import unused_parameters_error
 from ddpkit.ranks.names import ENV_JOB_KEY
 from ddpkit.ranks.protocol import rank_stage
 from ddpkit.ranks.rendezvous import Rendezvous, host_for
 from ddpkit.ranks.stall import StallReport, StallWatchdog
 
 __all__ = ["DDPPlugin"]
+
+#: what a DDPPlugin holds for one stage only, left out when it is pickled for spawned ranks
+_STAGE_LOCAL = ("_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model")
 
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
@@ -92,6 +96,7 @@ class DDPPlugin(DistributedCollectives):
     def _reset_run_state(self) -> None:
         self._owns_process_group = False
         self._watchdog: StallWatchdog | None = None
+        self._ddp_model: Callable[[], Any] | None = None  # weakly: names unused parameters
         self._stage = 0
         # Given by the launcher for the length of one stage (:meth:`joining`).
         self._rendezvous: Rendezvous | None = None
@@ -239,23 +244,23 @@ class DDPPlugin(DistributedCollectives):
         if self.sync_batchnorm:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(
+        self._ddp_model = weakref.ref(ddp := torch.nn.parallel.DistributedDataParallel(
             model,
             device_ids=device_ids,
             find_unused_parameters=self.find_unused_parameters,
             static_graph=self.static_graph,
             gradient_as_bucket_view=self.gradient_as_bucket_view,
             **self.ddp_kwargs,
-        )
+        ))  # fmt: skip
+        return ddp
 
     def no_sync(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):
             return model.no_sync()
         return contextlib.nullcontext()
 
-    def on_exception(self, exc: BaseException) -> None:
-        if not self.find_unused_parameters:
-            add_unused_parameters_hint(exc, self)
+    def on_exception(self, exc: BaseException) -> BaseException | None:
+        return unused_parameters_error(exc, self, self._ddp_model)
 
     def teardown(self) -> None:
         if self._watchdog is not None:
@@ -270,8 +275,7 @@ class DDPPlugin(DistributedCollectives):
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
-        run_state = ("_rendezvous", "_on_stall", "_watchdog", "_job_stage")
-        return {**self.__dict__, **dict.fromkeys(run_state)}
+        return {**self.__dict__, **dict.fromkeys(_STAGE_LOCAL)}
 
     def __repr__(self) -> str:
         opts = [f"find_unused_parameters={self.find_unused_parameters}"]
