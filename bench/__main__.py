@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import readme, report
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -73,7 +73,13 @@ def default_configs(with_lightning: bool) -> list[Config]:
     return configs
 
 
-IMPORTS = {"torch": "torch", "ddpkit": "ddpkit", "lightning": "pytorch_lightning"}
+#: What a user's script imports, per contender (``import ddpkit`` alone imports no torch: its
+#: names come on first use, so the figure is what a training script really pays).
+IMPORTS = {
+    "torch": "import torch",
+    "ddpkit": "from ddpkit import Module, Trainer",
+    "lightning": "import pytorch_lightning",
+}
 
 
 def _python() -> str:
@@ -115,8 +121,8 @@ def _run(command: list[str], env: dict[str, str], log: Path) -> float:
     return wall
 
 
-def measure_import(module: str, env: dict[str, str], tmp: Path) -> float:
-    return _run([_python(), "-c", f"import {module}"], env, tmp / f"import-{module}.log")
+def measure_import(name: str, env: dict[str, str], tmp: Path) -> float:
+    return _run([_python(), "-c", IMPORTS[name]], env, tmp / f"import-{name}.log")
 
 
 def measure(config: Config, steps: int | None, env: dict[str, str], tmp: Path) -> dict[str, Any]:
@@ -139,7 +145,13 @@ def measure(config: Config, steps: int | None, env: dict[str, str], tmp: Path) -
     ]
     if steps is not None:
         command += ["--steps", str(steps)]
-    wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
+    try:
+        wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
+    except RuntimeError as err:
+        # One crash of one run (a rank aborted at exit, say) does not end a 20-minute bench:
+        # it is said, and the run is made again; a second failure ends it.
+        print(f"{config.name}: the run failed, running it again once: {err}", flush=True)
+        wall = _run(command, dict(env, BENCH_RESULT=str(result)), tmp / f"{slug}.log")
     shutil.rmtree(root, ignore_errors=True)
     data: dict[str, Any] = json.loads(result.read_text())
     data["wall_s"] = wall
@@ -157,11 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(HERE), help="where RESULTS.md, results.json go")
     p.add_argument("--no-plot", action="store_true", help="no PNG even with matplotlib")
     p.add_argument("--lock", default=None, help="flock(2) this file around each round")
+    p.add_argument("--gpu", action="store_true", help="one process on cuda:0 (the single runs)")
     args = p.parse_args(argv)
 
     repeats = args.repeats or (1 if args.quick else 5)
     with_lightning = not args.no_lightning and importlib.util.find_spec("pytorch_lightning")
     configs = default_configs(bool(with_lightning))
+    if args.gpu:  # one GPU: the 1-process runs (the DDP launchers need a GPU per rank)
+        configs = [c for c in configs if c.mode == "single"]
     if args.only:
         configs = [c for c in configs if re.search(args.only, c.name)]
     steps = {"mlp": 60, "tiny": 200} if args.quick else {}
@@ -177,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         [str(REPO), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env.pop("BENCH_RESULT", None)
+    env["BENCH_DEVICE"] = "cuda" if args.gpu else "cpu"
     # Lightning's "tip" banner and warnings go to the run logs; keep the console readable.
     env.setdefault("PYTHONWARNINGS", "ignore")
 
@@ -192,15 +208,16 @@ def main(argv: list[str] | None = None) -> int:
         compileall.compile_dir(REPO / "src" / "ddpkit", quiet=1)
         compileall.compile_dir(HERE, quiet=1)
         # Untimed: the first start after boot pays for a cold page cache.
-        warm = "import torch, torch._dynamo, ddpkit" + (
-            ", pytorch_lightning" * bool(with_lightning)
+        warm = "import torch, torch._dynamo; from ddpkit import Module, Trainer" + (
+            "; import pytorch_lightning" * bool(with_lightning)
         )
-        _run([_python(), "-c", warm], env, tmp / "warm.log")
+        if not args.quick:  # a smoke test's figures mean nothing: no warm-up run for it
+            _run([_python(), "-c", warm], env, tmp / "warm.log")
         for r in range(repeats):
             with _locked(args.lock):
                 round_started = time.time()
                 for m in modules:
-                    seconds = measure_import(IMPORTS[m], env, tmp)
+                    seconds = measure_import(m, env, tmp)
                     imports.append({"module": m, "repeat": r, "seconds": seconds})
                 shift = r % max(1, len(configs))
                 for config in configs[shift:] + configs[:shift]:
@@ -216,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 measuring += time.time() - round_started
     meta = report.machine_meta(repeats=repeats, quick=args.quick, seconds=time.time() - started)
+    meta["gpu"] = args.gpu
     meta["measuring_s"] = measuring
     raw = {"meta": meta, "runs": runs, "imports": imports, "warmup": warmup}
     (out / "results.json").write_text(json.dumps(raw, indent=1))
@@ -228,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = report.tests_section(results.read_text()) if results.exists() else ""
     text = report.markdown(summary, meta, plot_name)
     results.write_text(text + ("\n" + kept if kept else ""))
+    if out == HERE:
+        readme.update()  # the README's figures are these
     print(
         f"wrote {out / 'RESULTS.md'}: {measuring:.0f} s of runs, {meta['seconds']:.0f} s in all",
         flush=True,

@@ -4,6 +4,10 @@
     flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability --runs 1 --only spawn
     flock /tmp/ddpkit-cpu.lock .venv/bin/python -m bench.reliability --suite lightning
 
+``--suite restart`` measures restarts (``max_restarts``) instead: the time from a SIGKILLed rank
+to the first training step after it (:mod:`bench.restarts`), into the table between the
+``bench:reliability-restart`` markers.
+
 ``--suite lightning`` runs the same faults on a Lightning module trained by Lightning 2.x under
 ddpkit's supervision (``tests/lightning/scripts/lit_faulty.py``: ``ddpkit.lightning.Trainer(...)``
 with 1.x device flags, supervised by default), plus a busy ``MASTER_PORT``, into the table between
@@ -40,6 +44,10 @@ from ddpkit.ranks.scratch import sweep_stale_dirs  # noqa: E402
 DOC = REPO / "docs" / "reliability.md"
 MARKERS = {
     "ddpkit": ("<!-- bench:reliability:start -->", "<!-- bench:reliability:end -->"),
+    "restart": (
+        "<!-- bench:reliability-restart:start -->",
+        "<!-- bench:reliability-restart:end -->",
+    ),
     "lightning": (
         "<!-- bench:reliability-lightning:start -->",
         "<!-- bench:reliability-lightning:end -->",
@@ -103,7 +111,7 @@ LIGHTNING_CASES = [
     ),
     Case("MASTER_PORT busy", "spawn", "ok", target="no rank", script="lightning", busy_port=True),
 ]
-SUITES = {"ddpkit": CASES, "lightning": LIGHTNING_CASES}
+SUITES = {"ddpkit": CASES, "lightning": LIGHTNING_CASES, "restart": []}
 
 
 def what_the_user_sees(run: FaultRun) -> str:
@@ -237,17 +245,26 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--suite", choices=sorted(SUITES), default="ddpkit")
     args = parser.parse_args()
+    if args.suite == "restart":
+        from bench.restarts import restart_table
+
+        _finish(restart_table(args.runs, args.only), args)
+        return
     rows = []
     for case in SUITES[args.suite]:
         if args.only and not re.search(args.only, f"{case.launcher}/{case.label}"):
             continue
         rows.append((case, *measure(case, args.runs)))
-    text = table(rows, args.runs)
+    _finish(table(rows, args.runs), args)
+
+
+def _finish(text: str, args: argparse.Namespace) -> None:
+    """The machine under the table; the table into docs/reliability.md (a whole suite only)."""
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
     import torch
 
     text += f"\n\nMeasured on {machine}, torch {torch.__version__}, CPU ranks with gloo"
-    if args.suite == "lightning":
+    if args.suite in ("lightning", "restart"):
         import pytorch_lightning
 
         text += f", pytorch-lightning {pytorch_lightning.__version__}"

@@ -82,7 +82,7 @@ def main() -> None:
     args = parse_args()
     w: Workload = args.w
     flags: dict[str, Any] = {
-        "single": {"accelerator": "cpu", "devices": 1},
+        "single": {"accelerator": "gpu" if args.device == "cuda" else "cpu", "devices": 1},
         "ddp": {"accelerator": "cpu", "devices": WORLD_SIZE, "strategy": "ddp"},
         "spawn": {"accelerator": "cpu", "devices": WORLD_SIZE, "strategy": "ddp_spawn"},
     }[args.mode]

@@ -50,14 +50,14 @@ class Net(nn.Module):
         return self.net(x)  # type: ignore[no-any-return]
 
 
-def train(w: Workload, mode: str, rank: int, world_size: int) -> None:
+def train(w: Workload, mode: str, rank: int, world_size: int, device: str = "cpu") -> None:
     if world_size > 1:
         # What Lightning and ddpkit do on CPU: ranks × threads ≤ cores.
         if "OMP_NUM_THREADS" not in os.environ:
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         dist.init_process_group("gloo", rank=rank, world_size=world_size)
     torch.manual_seed(SEED)
-    model: nn.Module = Net(w)
+    model: nn.Module = Net(w).to(device)
     loader = make_loader(w, world_size, w.steps)
     if world_size > 1:
         model = nn.parallel.DistributedDataParallel(model)
@@ -67,6 +67,8 @@ def train(w: Workload, mode: str, rank: int, world_size: int) -> None:
     opt = TimedSGD(model.parameters())
     last = torch.zeros(())
     for x, y in loader:
+        if device != "cpu":
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
@@ -85,6 +87,9 @@ def train(w: Workload, mode: str, rank: int, world_size: int) -> None:
             import_s=IMPORT_S,
         )
     if world_size > 1:
+        # Every rank done before the group goes (else gloo can abort a rank still in its last
+        # all-reduce as the other tears down: "terminate called without an active exception").
+        dist.barrier()
         dist.destroy_process_group()
 
 
@@ -103,7 +108,7 @@ def main() -> None:
     args = parse_args()
     w: Workload = args.w
     if args.mode == "single":
-        train(w, "single", 0, 1)
+        train(w, "single", 0, 1, args.device)
     elif args.mode == "spawn":
         import torch.multiprocessing as mp
 

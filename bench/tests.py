@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import readme, report
 from bench.__main__ import HERE, REPO, Config, _locked, _run, measure
 
 BODY = """t = torch.tensor([float(RANK + 1)])
@@ -98,6 +98,12 @@ BASE = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "n
 PLUGIN = ["-p", "ddpkit.testing.pytest_plugin"]
 
 
+# A Lightning user's suite: its conftest imports Lightning (whose import reads RANK and
+# LOCAL_RANK), and so does every MultiProcessTestCase rank that imports the test module.
+LIGHTNING_CONFTEST = "import pytorch_lightning\n"
+LIGHTNING_IMPORT = "import pytorch_lightning\n"
+
+
 def write_files(root: Path, n: int) -> None:
     body = "\n".join("    " + line for line in BODY.splitlines())
     (root / "test_dist.py").write_text(DISTRIBUTED.format(n=n, body=body))
@@ -105,6 +111,11 @@ def write_files(root: Path, n: int) -> None:
     mptc_body = "\n".join("    " + line for line in body.splitlines())
     (root / "test_mptc.py").write_text(MPTC.format(n=n, body=mptc_body))
     (root / "test_alone.py").write_text(STANDALONE.format(n=n))
+    lightning = root / "lightning"
+    lightning.mkdir(exist_ok=True)
+    (lightning / "conftest.py").write_text(LIGHTNING_CONFTEST)
+    (lightning / "test_dist_pl.py").write_text(DISTRIBUTED.format(n=n, body=body))
+    (lightning / "test_mptc_pl.py").write_text(LIGHTNING_IMPORT + MPTC.format(n=n, body=mptc_body))
 
 
 def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
@@ -126,6 +137,12 @@ def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
         "distributed/MultiProcessTestCase": [[*PYTEST, at("test_mptc.py")]],
         "distributed/python -m pytest <id> per test": [
             [*PYTEST, *PLUGIN, at("test_dist.py") + f"::test_all_reduce[{i}]"] for i in range(n)
+        ],
+        "distributed, Lightning imported/ddpkit": [
+            [*PYTEST, *PLUGIN, at("lightning/test_dist_pl.py")]
+        ],
+        "distributed, Lightning imported/MultiProcessTestCase": [
+            [*PYTEST, at("lightning/test_mptc_pl.py")]
         ],
         "standalone/ddpkit": [[*PYTEST, *PLUGIN, at("test_alone.py")]],
         "standalone/ddpkit, fresh interpreters": [
@@ -179,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     text = out.read_text() if out.exists() else ""
     out.write_text(report.with_section(text, section(raw)))
+    if out == HERE / "RESULTS.md":
+        readme.update()  # the README's figures are these
     print(f"wrote the tests section of {out}", flush=True)
     return 0
 
@@ -189,6 +208,38 @@ def _spread(values: dict[int, float]) -> report.Spread:
 
 def _paired(a: dict[int, float], b: dict[int, float]) -> report.Spread:
     return report.Spread.of([a[r] / b[r] for r in a if r in b])
+
+
+#: (kind, target): ddpkit's session of N 2-rank tests against MultiProcessTestCase's.
+TEST_TARGETS = (("distributed", 0.20), ("distributed, Lightning imported", 0.20))
+
+
+def _test_targets(walls: dict[str, dict[int, float]]) -> list[str]:
+    lines = [
+        "| tests | ddpkit / MultiProcessTestCase | target | met |",
+        "| --- | --- | --- | --- |",
+    ]
+    for kind, limit in TEST_TARGETS:
+        mine, theirs = walls.get(f"{kind}/ddpkit"), walls.get(f"{kind}/MultiProcessTestCase")
+        if not mine or not theirs:
+            continue
+        ratio = _paired(mine, theirs)
+        met = "yes" if ratio.mid <= limit else "no"
+        lines.append(f"| {kind} | {ratio.fmt('.3f', ' ×')} | ≤ {limit:.2f} × | {met} |")
+    # The strictest reading: a Lightning user's suite against MultiProcessTestCase's plain one
+    # (whose ranks never import Lightning).
+    mine, theirs = (
+        walls.get("distributed, Lightning imported/ddpkit"),
+        walls.get("distributed/MultiProcessTestCase"),
+    )
+    if mine and theirs:
+        ratio = _paired(mine, theirs)
+        met = "yes" if ratio.mid <= TEST_TARGETS[1][1] else "no"
+        lines.append(
+            f"| distributed, Lightning imported, against the plain MultiProcessTestCase | "
+            f"{ratio.fmt('.3f', ' ×')} | ≤ {TEST_TARGETS[1][1]:.2f} × | {met} |"
+        )
+    return lines
 
 
 def section(raw: dict[str, Any]) -> str:
@@ -204,7 +255,10 @@ def section(raw: dict[str, Any]) -> str:
         f"**standalone**: a test whose `Trainer(num_processes=2, plugins=[DDPPlugin()])` fits "
         f"a `Linear(8, 1)` for 4 steps (MultiProcessTestCase has no such test: its ranks are the "
         f"test's own processes). `python -m pytest <id> per test`: one "
-        f"session per test id, as Lightning's standalone script runs them.",
+        f"session per test id, as Lightning's standalone script runs them. **distributed, "
+        f"Lightning imported**: the same distributed tests in a folder whose conftest imports "
+        f"pytorch_lightning (a Lightning user's suite; Lightning reads RANK and LOCAL_RANK at "
+        f"import), against MultiProcessTestCase with a test module that imports it too.",
         "",
         "| workload | contender | wall | per test | ddpkit / this |",
         "| --- | --- | --- | --- | --- |",
@@ -219,6 +273,7 @@ def section(raw: dict[str, Any]) -> str:
         lines.append(
             f"| {kind} | {contender} | {_spread(walls[name]).fmt('.3g', ' s')} | {per} | {ratio} |"
         )
+    lines += ["", *_test_targets(walls)]
     one, many = walls["distributed/ddpkit, 1 test"], walls["distributed/ddpkit"]
     marginal = report.Spread.of([(many[r] - one[r]) / (n - 1) for r in many if r in one])
     lines += [

@@ -40,6 +40,8 @@ SEED = 1234
 T0_VARIABLE = "BENCH_T0"
 #: Where rank zero writes its JSON result.
 RESULT_VARIABLE = "BENCH_RESULT"
+#: The device every contender trains on: "cpu" (the default) or "cuda" (``python -m bench --gpu``).
+DEVICE_VARIABLE = "BENCH_DEVICE"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class TimedSGD(torch.optim.SGD):
 
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
         loss = super().step(closure)
+        if self.param_groups[0]["params"][0].is_cuda:
+            torch.cuda.synchronize()  # the step's kernels done: the stamp is the step's end
         self.stamps.append(time.perf_counter())
         if self.first_step_wall is None:
             self.first_step_wall = time.time()
@@ -208,6 +212,9 @@ def parse_args(argv: list[str] | None = None) -> Any:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--warmup", type=int, default=None)
     p.add_argument("--root", default=None, help="where logs and checkpoints go (features on)")
+    p.add_argument(
+        "--device", choices=("cpu", "cuda"), default=os.environ.get(DEVICE_VARIABLE, "cpu")
+    )
     args = p.parse_args(argv)
     base = WORKLOADS[args.workload]
     args.w = Workload(

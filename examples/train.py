@@ -9,10 +9,11 @@
     python examples/train.py --variant modern         # accelerator="cpu", devices=2
     python examples/train.py --variant single         # accelerator="cpu", devices=1: one process
 
-It prints the plan, one line per epoch as each epoch ends (rank 0's metrics, averaged over the
-ranks), the checkpoint's path and, at the end, the path of a picture: the spirals with the
-decision boundary the model learned, and the loss and accuracy of every epoch. In a terminal a
-progress bar runs during each epoch and stays as that epoch's summary line.
+It prints the plan; the Trainer prints one line per epoch as each epoch ends when its output is
+a log (rank 0's metrics, averaged over the ranks; in a terminal a progress bar runs during each
+epoch and stays as that epoch's summary line); then the path of a picture (the spirals with the
+decision boundary the model learned, and the loss and accuracy of every epoch) and the
+Trainer's summary of the fit: epochs, steps, time, the checkpoint and the logs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import argparse
 import difflib
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,7 +46,7 @@ def make_spirals(n: int, seed: int) -> TensorDataset:
     return TensorDataset(x, label)
 
 
-#: What each epoch's line and the curves show, and the logged name it comes from (a value logged
+#: What the curves show, and the logged name it comes from (a value logged
 #: both per step and per epoch is stored as <name>_step and <name>_epoch).
 EPOCH_METRICS = {
     "train_loss": "train_loss_epoch",
@@ -92,15 +92,10 @@ class SpiralClassifier(ddpkit.Module):
 
     def on_train_epoch_end(self) -> None:
         # Called on every rank after the epoch's validation; the values were averaged over the
-        # ranks (sync_dist=True), so each rank holds the same numbers and rank 0 prints them.
+        # ranks (sync_dist=True), so each rank holds the same numbers. (The Trainer prints the
+        # epoch's line itself when the output is a log.)
         m = self.trainer.callback_metrics
-        epoch = {name: float(m[key]) for name, key in EPOCH_METRICS.items()}
-        self.history.append(epoch)
-        if self.trainer.is_global_zero:
-            shown = "  ".join(f"{k}={v:.4f}" for k, v in epoch.items())
-            # Counted from 0, like the progress bar and the checkpoint's name.
-            step = self.trainer.global_step
-            print(f"epoch {self.trainer.current_epoch} (step {step}): {shown}", flush=True)
+        self.history.append({name: float(m[key]) for name, key in EPOCH_METRICS.items()})
 
     def on_fit_end(self) -> None:
         # Rank 0 draws: it holds the trained weights and the history in every variant (with
@@ -216,17 +211,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = SpiralClassifier()
     train = DataLoader(make_spirals(args.samples, seed=0), batch_size=args.batch_size, shuffle=True)
     val = DataLoader(make_spirals(1024, seed=1), batch_size=256)
-    start = time.perf_counter()
+    # Rank 0's Trainer ends fit with what it did: epochs, steps, time, checkpoint and logs.
     trainer.fit(model, train, val)
-    if not trainer.is_global_zero:
-        return  # the other ranks re-run this script (subprocess DDP); rank 0 reports
-    print(f"checkpoint: {Path(str(trainer.checkpoint_path)).resolve()}", flush=True)
-    processes = "1 process" if trainer.world_size == 1 else f"{trainer.world_size} processes"
-    print(
-        f"done: {trainer.current_epoch} epochs, {trainer.global_step} steps on {processes} "
-        f"in {time.perf_counter() - start:.1f} s",
-        flush=True,
-    )
 
 
 def picture_line(model: SpiralClassifier, root: Path) -> str:

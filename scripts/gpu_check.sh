@@ -1,10 +1,54 @@
 #!/usr/bin/env bash
-# The prepared GPU check, for a lent GPU machine (one short run): sets up the venv there, then
-# runs the GPU tests (single-GPU fit in every precision, a 1-GPU nccl DDP fit) and prints the
-# device. Usage on the device tool: bash scripts/gpu_check.sh 2>&1 | tee $OUT/gpu.log
+# The prepared GPU check, for a lent GPU machine (one short run, able to fail):
+#
+#   1. exits 3 at once, with one line, when torch sees no CUDA device;
+#   2. runs the GPU tests (tests/gpu: a single-GPU fit in every precision, the nccl DDP fits)
+#      and fails when any of them failed or was skipped (a run of skips is no pass); a test that
+#      needs more GPUs than the machine has is deselected, and one line says so;
+#   3. runs a short bench on the GPU (python -m bench --gpu --quick) and prints its figures.
+#
+# Usage on the device tool:  bash scripts/gpu_check.sh 2>&1 | tee $OUT/gpu.log
+# The interpreter is $PYTHON when set (one with a CUDA build of torch), else .venv/bin/python
+# (made by scripts/setup.sh test when missing). Absolute times count only on a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nvidia-smi --query-gpu=name,memory.total --format=csv || true
-scripts/setup.sh
-.venv/bin/python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.device_count())"
-exec .venv/bin/python -m pytest tests/gpu -v -p no:cacheprovider "$@"
+if [ -n "${PYTHON:-}" ]; then
+  PY="$PYTHON"
+else
+  [ -x .venv/bin/python ] || scripts/setup.sh test
+  PY=.venv/bin/python
+fi
+OUT_DIR="${OUT:-$(mktemp -d)}"
+
+gpus="$("$PY" - <<'PY'
+import sys
+
+import torch
+
+count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+if count == 0:
+    print(
+        f"gpu_check: no CUDA device is visible (torch {torch.__version__}, CUDA build "
+        f"{torch.version.cuda or 'none'}): nothing was checked. Fix: run it on a GPU machine "
+        f"with a CUDA build of torch (PYTHON=<its python> bash scripts/gpu_check.sh).",
+        file=sys.stderr,
+    )
+    sys.exit(3)
+print(count)
+PY
+)"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count(), torch.cuda.get_device_name(0))"
+
+deselect=()
+if [ "$gpus" -lt 2 ]; then
+  echo "gpu_check: $gpus GPU visible: the 2-GPU test is left out (deselected, not skipped)."
+  deselect=(--deselect tests/gpu/test_gpu.py::test_two_gpu_examples)
+fi
+# tests/gpu/conftest.py: with GPU_CHECK_NO_SKIPS=1 a skipped test fails the run.
+GPU_CHECK_NO_SKIPS=1 "$PY" -m pytest tests/gpu -v -rs -p no:cacheprovider "${deselect[@]}" "$@"
+
+"$PY" -m bench --gpu --quick --no-plot --out "$OUT_DIR/bench"
+sed -n '/^## Against the targets/,/^## Every run/p' "$OUT_DIR/bench/RESULTS.md"
+sed -n '/^## Every run/,/^## Ratios/p' "$OUT_DIR/bench/RESULTS.md"
+echo "gpu_check: passed."

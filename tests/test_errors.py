@@ -24,6 +24,7 @@ INSTANCES: dict[str, BaseException] = {
     "DDPKitWarning": errors.DDPKitWarning("careful"),
     "LaunchError": LaunchError("MASTER_PORT=29500: taken"),
     "MisconfigurationError": MisconfigurationError("Trainer(devices=0): must be ≥ 1"),
+    "UnusedParametersError": errors.UnusedParametersError("aux_head.weight took no part"),
 }
 
 

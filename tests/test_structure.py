@@ -15,7 +15,13 @@ from source_tree import MODULES
 
 #: Lowest first. A module may import from its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("ddpkit.__about__", "ddpkit.errors", "ddpkit.utilities"),
+    (
+        "ddpkit.__about__",
+        "ddpkit.errors",
+        "ddpkit.spellings",
+        "ddpkit.tracebacks",
+        "ddpkit.utilities",
+    ),
     ("ddpkit.ranks",),
     ("ddpkit.accelerators", "ddpkit.plugins"),
     ("ddpkit.launchers",),

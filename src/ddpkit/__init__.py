@@ -1,19 +1,31 @@
-"""ddpkit: one Trainer for one CPU, many CPU processes, a GPU box or a cluster — by flags only."""
+"""ddpkit: one Trainer for one CPU, many CPU processes, a GPU box or a cluster — by flags only.
+
+The public names are imported on first use (PEP 562), so that ``import ddpkit`` and the
+``ddpkit`` command's ``--version`` / ``--help`` do not pay for importing torch;
+``from ddpkit import Trainer`` imports what it needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ddpkit.__about__ import __version__
-from ddpkit.core.datamodule import DataModule
-from ddpkit.core.module import Module
-from ddpkit.errors import (
-    ChildFailedError,
-    DDPKitDeprecationWarning,
-    DDPKitError,
-    DDPKitWarning,
-    LaunchError,
-    MisconfigurationError,
-)
-from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
-from ddpkit.trainer.trainer import Trainer
-from ddpkit.utilities.seed import seed_everything
+
+if TYPE_CHECKING:
+    from ddpkit.core.datamodule import DataModule
+    from ddpkit.core.module import Module
+    from ddpkit.errors import (
+        ChildFailedError,
+        DDPKitDeprecationWarning,
+        DDPKitError,
+        DDPKitWarning,
+        LaunchError,
+        MisconfigurationError,
+    )
+    from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
+    from ddpkit.trainer.trainer import Trainer
+    from ddpkit.utilities.seed import seed_everything
 
 __all__ = [
     "ChildFailedError",
@@ -31,3 +43,33 @@ __all__ = [
     "__version__",
     "seed_everything",
 ]
+
+#: Where each public name lives.
+_HOMES = {
+    "ChildFailedError": "ddpkit.errors",
+    "DDPKitDeprecationWarning": "ddpkit.errors",
+    "DDPKitError": "ddpkit.errors",
+    "DDPKitWarning": "ddpkit.errors",
+    "DDPPlugin": "ddpkit.plugins",
+    "DDPSpawnPlugin": "ddpkit.plugins",
+    "DataModule": "ddpkit.core.datamodule",
+    "LaunchError": "ddpkit.errors",
+    "MisconfigurationError": "ddpkit.errors",
+    "Module": "ddpkit.core.module",
+    "SingleDevicePlugin": "ddpkit.plugins",
+    "Trainer": "ddpkit.trainer.trainer",
+    "seed_everything": "ddpkit.utilities.seed",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ddpkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

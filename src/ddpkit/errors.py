@@ -6,7 +6,9 @@
      └── DDPKitError
           ├── MisconfigurationError   (also a ValueError: the flags cannot work together)
           ├── LaunchError             (a rank could not be started, or a port could not be bound)
-          └── ChildFailedError        (a rank failed; root cause first, then every other rank)
+          ├── ChildFailedError        (a rank failed; root cause first, then every other rank)
+          └── UnusedParametersError   (also a RuntimeError: DDP waits for a parameter's gradient
+                                       that the loss never produced; names the parameters)
 
     Warning
      └── DDPKitWarning                (UserWarning)
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddpkit.tracebacks import fold_hint
+
 __all__ = [
     "ChildFailedError",
     "DDPKitDeprecationWarning",
@@ -28,6 +32,7 @@ __all__ = [
     "LaunchError",
     "MisconfigurationError",
     "RankFailure",
+    "UnusedParametersError",
 ]
 
 
@@ -50,8 +55,10 @@ class RankFailure:
     ``exitcode`` is the process exit status, a negative value the signal that ended it, and
     ``None`` for a rank that is the reporting process itself (rank zero of the subprocess
     launcher), which has not exited. ``traceback`` is the rank's own Python traceback when it
-    raised (or its stack when it stalled), else empty. ``note``, when set, says how it ended in
-    words and replaces the exit status in the report.
+    raised (or its stack when it stalled), else empty; ``folded`` says that its frames of ddpkit,
+    torch and Python were folded (``DDPKIT_VERBOSE=1`` keeps them). ``note``, when set, says how
+    it ended in words and replaces the exit status in the report. ``where`` is the innermost
+    frame of the user's code in the traceback (``/path/x.py:16, in f: raise ...``).
     """
 
     rank: int
@@ -59,6 +66,8 @@ class RankFailure:
     exitcode: int | None
     traceback: str = ""
     note: str = ""
+    where: str = ""
+    folded: bool = False
 
     @property
     def signal_name(self) -> str | None:
@@ -100,8 +109,9 @@ class RankFailure:
 class ChildFailedError(DDPKitError):
     """One or more ranks failed. ``failures[0]`` is the root cause; the rest say how others ended.
 
-    The message starts with the root cause (rank, pid, exit code or signal, then its traceback),
-    followed by one line per other rank.
+    The message starts with the root cause (rank, pid, how it ended, and the line of the user's
+    code it raised at), then its traceback, once, then one line per other rank; when frames were
+    folded, the last line says how to see them.
     """
 
     def __init__(
@@ -124,10 +134,19 @@ class ChildFailedError(DDPKitError):
             return f"{what} failed"
         root = self.failures[0]
         lines = [f"{what} failed: rank {root.rank} (pid {root.pid}) is the root cause, {root.how}."]
+        if root.where:
+            lines.append(f"  at {root.where}")
         if root.traceback:
-            lines += ["", f"--- rank {root.rank} ---", root.traceback.rstrip(), "---", ""]
+            lines += ["", f"--- rank {root.rank} ---", root.traceback.rstrip(), "---"]
         lines += [other.line() for other in self.failures[1:]]
+        if any(f.folded for f in self.failures):
+            lines.append(fold_hint())
         return "\n".join(lines)
+
+
+class UnusedParametersError(DDPKitError, RuntimeError):
+    """With ``find_unused_parameters=False``, parameters took no part in the loss and DDP waits
+    for their gradients: the parameters by name, the fix, then torch's own message."""
 
 
 class DDPKitWarning(UserWarning):

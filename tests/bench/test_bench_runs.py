@@ -108,7 +108,10 @@ def test_markdown_marks_each_target() -> None:
     assert row["tiny model, 1 process, steady step"].split("|")[7].strip() == "yes"  # 1.05 × raw
     assert row["MLP, 2-process subprocess DDP, steady step"].split("|")[7].strip() == "no"  # 1.2 ×
     assert row["subprocess DDP, process start → first step"].split("|")[7].strip() == "no"  # +0.5
-    assert "1.05 ×" in row["`import` (whole process)"]
+    assert "1.05 ×" in row["`from ddpkit import Module, Trainer` (whole process)"]
+    # A missed target is named under the table, with its figure.
+    missed = "- **MLP, 2-process subprocess DDP, steady step**: 1.200 ×"
+    assert any(line.startswith(missed) for line in lines)
 
 
 def test_plot_is_optional(tmp_path: Path) -> None:

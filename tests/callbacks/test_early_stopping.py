@@ -116,9 +116,17 @@ def test_its_state_is_saved_and_restored(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"monitor": "val_loss", "mode": "lowest"}, r"EarlyStopping\(mode='lowest'\)"),
+        (
+            {"monitor": "val_loss", "mode": "lowest"},
+            r"\(mode='lowest'\): `mode` can be .* got lowest",
+        ),
         ({"monitor": ""}, r"EarlyStopping\(monitor=''\)"),
         ({"monitor": "val_loss", "patience": -1}, r"EarlyStopping\(patience=-1\)"),
+        # issue 22: a TypeError after the first epoch before
+        ({"monitor": "v", "stopping_threshold": "x"}, r"\(stopping_threshold='x'\): pass a num"),
+        ({"monitor": "v", "divergence_threshold": [1]}, r"\(divergence_threshold=\[1\]\): pass"),
+        ({"monitor": "v", "min_delta": True}, r"\(min_delta=True\): pass a number"),
+        ({"monitor": "v", "check_on_train_epoch_end": "x"}, r"check_on_train_epoch_end='x'"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs: dict[str, Any], message: str) -> None:

@@ -11,6 +11,7 @@ import pytest
 import torch
 from callback_models import BATCHES, Scripted, data, options
 
+import ddpkit
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import ModelCheckpoint
 from ddpkit.callbacks.checkpoint import format_checkpoint_name
@@ -220,16 +221,24 @@ def test_the_callback_state_travels_in_the_checkpoint_and_comes_back(tmp_path: P
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): choose 'max' or 'min'"),
-        ({"save_top_k": -2}, r"ModelCheckpoint\(save_top_k=-2\)"),
-        ({"save_top_k": 3}, r"ModelCheckpoint\(save_top_k=3, monitor=None\).*Fix: pass monitor="),
+        # Lightning 1.4's phrases, which its tests match (test_model_checkpoint_mode_options ...)
+        ({"mode": "best"}, r"ModelCheckpoint\(mode='best'\): `mode` can be min, max but got best"),
+        ({"save_top_k": -2}, r"ModelCheckpoint\(save_top_k=-2\): Must be >= -1"),
+        ({"save_top_k": 3}, r"ModelCheckpoint\(save_top_k=3, monitor=None\) is not a valid .*Fix"),
         (
             {"every_n_epochs": 2, "every_n_train_steps": 5},
-            r"every_n_train_steps=5, every_n_epochs=2\): they exclude",
+            r"every_n_train_steps=5, every_n_epochs=2\): Combination of parameters",
         ),
-        ({"every_n_epochs": -1}, r"every_n_epochs=-1"),
+        ({"every_n_epochs": -1}, r"every_n_epochs=-1\): Must be >= 0"),
+        ({"every_n_train_steps": -3}, r"every_n_train_steps=-3\): Must be >= 0"),
         ({"save_last": "yes"}, r"save_last='yes'"),
         ({"train_time_interval": 5}, r"train_time_interval=5.*timedelta"),
+        # issue 22: each of these failed after an epoch's work (or with a raw Python error)
+        ({"dirpath": 3}, r"ModelCheckpoint\(dirpath=3\): pass the folder.*Fix: "),
+        ({"filename": "{epoch"}, r"\(filename='\{epoch'\): the template does not format.*Fix"),
+        ({"filename": "{val_loss:03d}"}, r"Unknown format code 'd' for object of type 'float'"),
+        ({"filename": 3}, r"ModelCheckpoint\(filename=3\): pass a name template"),
+        ({"monitor": 3}, r"ModelCheckpoint\(monitor=3\): pass a logged metric's name"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_fix(kwargs: dict[str, Any], message: str) -> None:
@@ -237,11 +246,58 @@ def test_bad_arguments_are_refused_with_a_fix(kwargs: dict[str, Any], message: s
         ModelCheckpoint(**kwargs)
 
 
+def test_a_file_as_dirpath_is_refused_when_built(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(MisconfigurationError, match=r"a_file'\): that is a file, not a folder"):
+        ModelCheckpoint(dirpath=tmp_path / "a_file")
+    with pytest.raises(MisconfigurationError, match=r"Trainer.fit: ModelCheckpoint\(dirpath=.*"
+                       r"but '.*a_file' is a file, so that folder cannot exist"):  # fmt: skip
+        fit(tmp_path, ModelCheckpoint(dirpath=tmp_path / "a_file" / "sub"), epochs=1)
+
+
+def test_to_yaml_writes_the_best_k(tmp_path: Path) -> None:
+    """Lightning 1.4's test_model_checkpoint_to_yaml (ddpkit had no to_yaml)."""
+    yaml = pytest.importorskip("yaml")
+    callback = ModelCheckpoint(dirpath=tmp_path / "ck", monitor="val_loss", save_top_k=2)
+    fit(tmp_path, callback, epochs=3)
+    callback.to_yaml()
+    written = yaml.safe_load((tmp_path / "ck" / "best_k_models.yaml").read_text())
+    assert written == {k: pytest.approx(float(v)) for k, v in callback.best_k_models.items()}
+    assert len(written) == 2
+
+
+def test_the_clock_is_read_once_a_saving_step(tmp_path: Path) -> None:
+    """Lightning 1.4's test_model_checkpoint_train_time_interval: one clock reading a step (with
+    time.monotonic mocked to 7 s a read, two readings a step halved the interval)."""
+    from datetime import timedelta
+    from unittest import mock
+
+    callback = ModelCheckpoint(dirpath=tmp_path / "ck", filename="{step}", save_top_k=-1,
+                               train_time_interval=timedelta(minutes=1))  # fmt: skip
+    start = 1000.0
+    trainer = Trainer(default_root_dir=tmp_path, callbacks=[callback], **options(max_steps=28))
+    with mock.patch("ddpkit.callbacks.checkpoint.time") as clock:
+        clock.monotonic.side_effect = [start + 7 * i for i in range(1000)]
+        trainer.fit(Scripted(), data(), data())  # 28 steps, 7 s each: a save every 9 steps
+    # (reading the clock again to reset it moved the third save to step 28)
+    assert names(tmp_path / "ck") == ["step=18.ckpt", "step=27.ckpt", "step=9.ckpt"]
+
+
 def test_checkpointing_off_with_a_checkpoint_callback_is_a_contradiction() -> None:
     with pytest.raises(
         MisconfigurationError, match=r"enable_checkpointing=False, callbacks=\[ModelCheckpoint"
     ):
         Trainer(enable_checkpointing=False, callbacks=[ModelCheckpoint()])
+    # the keyword the user wrote, in Lightning 1.4's words (test_configure_model_checkpoint)
+    with (
+        pytest.warns(ddpkit.DDPKitDeprecationWarning),
+        pytest.raises(
+            MisconfigurationError,
+            match=r"^Trainer\(checkpoint_callback=False, .*checkpoint_callback=False but found "
+            r"ModelCheckpoint in callbacks list",
+        ),
+    ):
+        Trainer(checkpoint_callback=False, callbacks=[ModelCheckpoint()])
 
 
 def test_weights_only_checkpoints_hold_no_optimizer(tmp_path: Path) -> None:

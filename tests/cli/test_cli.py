@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ddpkit import __version__
-from ddpkit.cli import _flags, _parser, main
-from ddpkit.connector.translate import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.cli import main, parser
+from ddpkit.cli.explain import flags_of
+from ddpkit.spellings import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS, TRAINING_TYPES
 
 Run = subprocess.CompletedProcess[str]
 Capture = pytest.CaptureFixture[str]
@@ -109,8 +109,8 @@ def test_values_reach_the_connector_as_typed() -> None:
     """The CLI passes what was typed; the connector judges it (and quotes that call)."""
 
     def call(*argv: str) -> str:
-        args = _parser().parse_args(["explain", *argv])
-        return str(_flags(args).call())
+        args = parser().parse_args(["explain", *argv])
+        return str(flags_of(args).call())
 
     assert call("--devices", "abc", "--accelerator", "cpu") == (
         "Trainer(accelerator='cpu', devices='abc')"
@@ -246,3 +246,35 @@ def test_console_entry_points() -> None:
     )  # fmt: skip
     assert script.returncode == 0, script.stderr
     assert script.stdout.startswith(f"ddpkit {__version__} ")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["--help"],
+        ["explain", "--help"],
+        ["explian"],
+        ["explain", "--devces", "2"],
+        ["run", "--help"],
+        ["run", "--nnodes", "2", "x.py"],
+    ],
+    ids=" ".join,
+)
+def test_answers_without_importing_torch(argv: list[str]) -> None:
+    """--version, --help and a mistyped command line answer without torch (a second a call)."""
+    probe = (
+        "import sys\n"
+        "from ddpkit.cli import main\n"
+        "try:\n"
+        f"    code = main({argv!r})\n"
+        "except SystemExit as done:\n"
+        "    code = done.code\n"
+        "print('exit', code, 'torch' in sys.modules)\n"
+    )
+    run: Run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] in ("exit 0 False", "exit 2 False"), run.stdout

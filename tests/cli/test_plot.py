@@ -64,7 +64,8 @@ def test_a_runs_csv_becomes_a_picture_beside_it(run_csv: Path, capsys: Capture) 
 def test_the_columns_a_run_logged_are_read(run_csv: Path) -> None:
     series = read_metrics(run_csv)
     assert sorted(series) == ["train_loss_epoch", "train_loss_step", "val_acc"]
-    assert [step for step, _ in series["train_loss_epoch"]] == [16, 32, 48]
+    # Lightning's step: an epoch's row carries its last batch's (global_step - 1)
+    assert [step for step, _ in series["train_loss_epoch"]] == [15, 31, 47]
     assert len(series["train_loss_step"]) == 12  # every 4th of 48 steps
 
 

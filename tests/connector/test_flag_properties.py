@@ -6,7 +6,9 @@ exception, never a plan that disagrees with the objects."""
 from __future__ import annotations
 
 import datetime
+import tempfile
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -215,3 +217,171 @@ def test_plausible_flags_plan_what_runs_also_when_an_instance_is_reused(
     first, second = (c.built.training_type for c in connectors)
     assert first is not second  # never one object for two Trainers
     assert connectors[0].plan.world_size == connectors[1].plan.world_size
+
+
+# -- callbacks, loggers and the loop keywords -------------------------------------------------
+
+
+class _BadRepr:
+    """A user object whose repr raises: a message about it names its type."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+ODD = st.sampled_from([None, 3, -1, 0, 2.5, "x", "", True, b"p", [1], {}, object(), _BadRepr()])
+PATHS = st.sampled_from(["<tmp>", "<tmp>/sub", "<file>", "<file>/sub", "<tmp>/a/../b"])
+
+
+def _path(value: Any, root: Path) -> Any:
+    if isinstance(value, str) and value.startswith("<"):
+        kind, _, rest = value[1:].partition(">")
+        return str(root / ("a_file" if kind == "file" else "out")) + rest
+    return value
+
+
+@st.composite
+def callback_and_logger_arguments(draw: st.DrawFn) -> dict[str, dict[str, Any]]:
+    """Constructor arguments of ModelCheckpoint, EarlyStopping, LearningRateMonitor, the two
+    loggers and the Trainer's loop keywords: plausible values and junk."""
+
+    def some(**choices: st.SearchStrategy[Any]) -> dict[str, Any]:
+        return {k: draw(v) for k, v in choices.items() if draw(st.integers(0, 2)) == 0}
+
+    return {
+        "ModelCheckpoint": some(
+            dirpath=st.one_of(PATHS, ODD),
+            filename=st.sampled_from(
+                ["{epoch}", "{epoch", "{val_loss:.2f}", "{val_loss:03d}", "{}", "x/{step}", 3]
+            ),
+            monitor=st.sampled_from(["val_loss", "loss", None, 3]),
+            save_top_k=st.one_of(st.integers(-2, 3), ODD),
+            mode=st.sampled_from(["min", "max", "x"]),
+            save_last=st.sampled_from([True, False, None, "link", "x"]),
+            every_n_epochs=st.one_of(st.integers(-1, 2), ODD),
+            every_n_train_steps=st.one_of(st.integers(-1, 2), ODD),
+        ),
+        "EarlyStopping": some(
+            monitor=st.sampled_from(["val_loss", "loss", "", 3, None]),
+            patience=st.one_of(st.integers(-1, 3), ODD),
+            min_delta=st.one_of(st.floats(), ODD),
+            stopping_threshold=st.one_of(st.floats(), ODD),
+            divergence_threshold=st.one_of(st.floats(), ODD),
+            mode=st.sampled_from(["min", "max", 1]),
+            check_on_train_epoch_end=st.sampled_from([None, True, False, "x"]),
+        ),
+        "LearningRateMonitor": some(
+            logging_interval=st.sampled_from([None, "step", "epoch", "x", 3]),
+            log_momentum=st.booleans(),
+        ),
+        "CSVLogger": some(
+            save_dir=st.one_of(PATHS, ODD),
+            name=st.one_of(st.sampled_from(["n", ""]), ODD),
+            version=st.one_of(st.integers(-1, 2), st.sampled_from(["v", ""]), ODD),
+            prefix=st.one_of(st.just("p"), ODD),
+            flush_logs_every_n_steps=st.one_of(st.integers(-1, 3), ODD),
+        ),
+        "Trainer": some(
+            accumulate_grad_batches=st.one_of(st.integers(-1, 3), ODD, st.just({0: 1, 1: 2})),
+            max_steps=st.one_of(st.integers(-2, 3), ODD),
+            max_epochs=st.one_of(st.integers(-2, 2), ODD),
+            val_check_interval=st.one_of(st.sampled_from([1, 2, 50, 0.5, 1.0]), ODD),
+            log_every_n_steps=st.one_of(st.integers(-1, 2), ODD),
+            profiler=ODD,
+            limit_train_batches=st.one_of(st.sampled_from([0, 1, 0.5, 2.0]), ODD),
+            num_sanity_val_steps=st.one_of(st.integers(-2, 2), ODD),
+            default_root_dir=PATHS,
+        ),
+    }
+
+
+class _Steps(torch.nn.Module):
+    """A module with Lightning's hooks that counts its training steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer, self.steps = torch.nn.Linear(2, 1), 0
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.steps += 1
+        return self.layer(batch[0]).pow(2).mean()
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        pass
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments=callback_and_logger_arguments())
+def test_callbacks_loggers_and_loop_keywords_run_or_are_refused_with_a_fix(
+    arguments: dict[str, dict[str, Any]],
+) -> None:
+    """Every value is honoured or refused with a MisconfigurationError that names the call and
+    a fix — when the object is built, or (what only the file system knows) when fit starts,
+    before the first step; never another exception (issue 22, item 3)."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import ddpkit
+    from ddpkit.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+    from ddpkit.loggers import CSVLogger
+
+    kinds = {
+        "ModelCheckpoint": ModelCheckpoint,
+        "EarlyStopping": EarlyStopping,
+        "LearningRateMonitor": LearningRateMonitor,
+        "CSVLogger": CSVLogger,
+    }
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root = Path(folder)
+        (root / "a_file").write_text("")
+        built: dict[str, Any] = {}
+        for name, kind in kinds.items():
+            given = {k: _path(v, root) for k, v in arguments[name].items()}
+            if name == "EarlyStopping":
+                given.setdefault("monitor", "val_loss")
+            if name == "CSVLogger":
+                given.setdefault("save_dir", str(root / "logs"))
+            try:
+                built[name] = kind(**given)
+            except MisconfigurationError as err:
+                assert_good_message(str(err), f"{name}(")
+                event(f"{name} refused")
+                return
+        loop = {k: _path(v, root) for k, v in arguments["Trainer"].items()}
+        loop.setdefault("default_root_dir", str(root / "root"))
+        try:
+            trainer = ddpkit.Trainer(
+                callbacks=[
+                    built["ModelCheckpoint"],
+                    built["EarlyStopping"],
+                    built["LearningRateMonitor"],
+                ],
+                logger=built["CSVLogger"],
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                **loop,
+            )
+        except MisconfigurationError as err:
+            assert_good_message(str(err), "Trainer(")
+            event("Trainer refused")
+            return
+        model = _Steps()
+        x = torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
+        data = DataLoader(TensorDataset(x), batch_size=2)
+        refused = ""
+        try:
+            trainer.fit(model, data, data)
+        except MisconfigurationError as err:
+            refused = str(err)
+        if not refused:
+            event("trained")
+            return
+        # A value the file system or the run decides: named with its fix. What only the data or
+        # the module decides (a monitor never logged) may come after steps; these may not.
+        event("fit refused")
+        assert "Fix" in refused or "fix" in refused, refused
+        if "writes into" in refused or "val_check_interval" in refused:
+            assert model.steps == 0, f"refused after training had started: {refused}"

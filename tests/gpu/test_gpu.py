@@ -58,8 +58,10 @@ def test_single_gpu_fit(tmp_path: Path, precision: str) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_one_gpu_ddp_subprocess(tmp_path: Path) -> None:
-    """DDPPlugin on one GPU with nccl, through a real script run (rank 0 = that process)."""
+@pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
+def test_one_gpu_nccl_ddp_fit(tmp_path: Path, strategy: str) -> None:
+    """DDP on one GPU with nccl, through a real script run: the subprocess launcher (rank 0 =
+    that process) and the spawn launcher (the ranks are spawned; the parent gets the result)."""
     script = tmp_path / "fit.py"
     script.write_text(
         "import sys, torch\n"
@@ -67,7 +69,7 @@ def test_one_gpu_ddp_subprocess(tmp_path: Path) -> None:
         "from test_gpu import Regressor, _data\n"
         "from ddpkit import Trainer\n"
         "if __name__ == '__main__':\n"
-        "    t = Trainer(accelerator='gpu', devices=1, strategy='ddp', max_epochs=2,\n"
+        f"    t = Trainer(accelerator='gpu', devices=1, strategy={strategy!r}, max_epochs=2,\n"
         f"                default_root_dir={str(tmp_path)!r}, enable_progress_bar=False)\n"
         "    m = Regressor(); t.fit(m, _data())\n"
         "    assert t.training_type_plugin.backend == 'nccl'\n"

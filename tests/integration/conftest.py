@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+from fault_scripts.restarts import restart_run, weights
 
 _SHARED = "DDPKIT_TEST_SHARED_DIR"
 
@@ -17,3 +19,12 @@ def shared_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = Path(os.environ.get(_SHARED) or tmp_path)
     monkeypatch.setenv(_SHARED, str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, torch.Tensor]:
+    """The weights of an uninterrupted run of ``fault_scripts/restart_run.py`` (no fault, no
+    restart), which the restart and store tests compare theirs with."""
+    run, out = restart_run("subprocess", tmp_path_factory.mktemp("reference"), fault="none")
+    assert run.returncode == 0, run.stderr
+    return weights(out)

@@ -18,6 +18,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,39 @@ def test_a_stage_only_the_other_ranks_call_fails_when_rank_zero_ends(private_tmp
         f"failed: rank 1 (pid {run.ranks[1]}) is the root cause, started its stage #2 after "
         f"rank 0's script had ended with 1: every rank must make the same Trainer calls"
     ) in run.stderr
+
+
+DISTRIBUTED_TEST = """
+import ipaddress
+import os
+
+import pytest
+from fault_scripts.harness import listening_sockets
+
+
+@pytest.mark.distributed(world_size=2, timeout=60)
+def test_gloo_listens_on_loopback(dist):
+    sockets = listening_sockets([os.getpid()])
+    assert sockets, "no listening socket: the group is not up"
+    doors = [s for s in sockets if not ipaddress.ip_address(s[0]).is_loopback]
+    assert doors == [], doors
+"""
+
+
+def test_the_ranks_of_a_distributed_test_listen_on_loopback_only(tmp_path: Path) -> None:
+    """``@pytest.mark.distributed`` ranks make their gloo connections on loopback, as DDPPlugin
+    does, with this machine's host name resolving to a LAN address."""
+    address = _non_loopback_address()
+    wrap = _host_name_resolves_to(address, tmp_path / "hosts") if address else ()
+    if not wrap:
+        pytest.skip("the host name cannot be made to resolve to a LAN address here")
+    (tmp_path / "test_ranks.py").write_text(DISTRIBUTED_TEST)
+    path = [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    command = [*wrap, sys.executable, "-m", "pytest", "-p", "ddpkit.testing.pytest_plugin"]
+    command += ["-q", "-p", "no:cacheprovider", "test_ranks.py"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_GUARD
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

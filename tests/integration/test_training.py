@@ -46,8 +46,9 @@ STEPS_PER_EPOCH = N_SAMPLES // (2 * BATCH)
 
 @pytest.fixture
 def seeded(monkeypatch: pytest.MonkeyPatch) -> int:
-    """``seed_everything`` as a user calls it; monkeypatch restores the DDPKIT_SEED it exports."""
-    monkeypatch.setenv("DDPKIT_SEED", str(SAMPLER_SEED))
+    """``seed_everything`` as a user calls it; monkeypatch restores the variables it exports."""
+    for name in ("DDPKIT_SEED", "PL_GLOBAL_SEED", "PL_SEED_WORKERS"):
+        monkeypatch.setenv(name, "0")
     return ddpkit.seed_everything(SAMPLER_SEED)
 
 

@@ -1,9 +1,11 @@
-"""A checkpoint write killed half-way leaves the previous checkpoint intact.
+"""A checkpoint write killed half-way leaves the previous checkpoint intact, and its partial file
+goes with the next save or the next run in that folder.
 
 What a user can expect after ``kill -9`` during ``trainer.save_checkpoint`` / the end-of-fit
 checkpoint: the checkpoint file is the previous one, complete and loadable; the half-written
-data sits in a hidden sibling ``.<name>.<random>.tmp`` that no ``*.ckpt`` pattern matches and
-that may be deleted; the next save of the same file simply succeeds.
+data sits in a hidden sibling ``.<name>.<writer>.<random>.tmp`` that no ``*.ckpt`` pattern
+matches; the next save in that folder (or the next fit whose ModelCheckpoint writes there)
+removes it, since its writer is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -69,5 +72,41 @@ def test_a_save_killed_mid_write_leaves_the_previous_checkpoint(tmp_path: Path, 
         assert leftover.stat().st_size > 2**20
         assert load_checkpoint(leftover)["global_step"] == 2
 
-    atomic_save({"state_dict": {"weight": torch.zeros(3)}, "global_step": 3}, target)
-    assert load_checkpoint(target)["global_step"] == 3
+    if where == "pickling":
+        # The next save in the folder (another file) sweeps the dead writer's partial first.
+        atomic_save({"state_dict": {"weight": torch.zeros(3)}, "global_step": 3}, target)
+        assert load_checkpoint(target)["global_step"] == 3
+    else:
+        # The next run whose ModelCheckpoint writes there, as soon as its fit starts (this one
+        # saves nothing at all).
+        fit_saving_nothing(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt", marker.name]
+
+
+def fit_saving_nothing(folder: Path) -> None:
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import ddpkit
+    from ddpkit.callbacks import ModelCheckpoint
+
+    class Tiny(ddpkit.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = nn.Linear(2, 1)
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            return self.net(batch[0]).sum()
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    trainer = ddpkit.Trainer(
+        max_steps=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[ModelCheckpoint(dirpath=folder, save_top_k=0)],
+        default_root_dir=folder.parent,
+    )
+    trainer.fit(Tiny(), DataLoader(TensorDataset(torch.ones(2, 2)), batch_size=1))

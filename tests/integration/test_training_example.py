@@ -25,8 +25,8 @@ from ddpkit.trainer.checkpoint import load_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train.py"
 EPOCH_LINE = re.compile(
-    r"^epoch (\d+) \(step (\d+)\): train_loss=([0-9.]+)  train_acc=([0-9.]+)  "
-    r"val_loss=([0-9.]+)  val_acc=([0-9.]+)$",
+    r"^epoch (\d+) \(step (\d+), [0-9.]+ s\): train_acc=([0-9.]+)  train_loss=([0-9.]+)  "
+    r"val_acc=([0-9.]+)  val_loss=([0-9.]+)$",
     re.M,
 )
 
@@ -83,26 +83,35 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     assert [(int(e), int(s)) for e, s, *_ in lines] == [
         (e, (e + 1) * steps_per_epoch) for e in range(epochs)
     ]
-    losses = [float(line[2]) for line in lines]
+    losses = [float(line[3]) for line in lines]
     assert losses[-1] < losses[0]
     assert "999" not in out
 
     steps = epochs * steps_per_epoch
-    tail = out.strip().splitlines()[-3:]
+    tail = out.strip().splitlines()[-4:]
     picture = root.resolve() / "spirals.png"
     checkpoint = root.resolve() / "checkpoints" / f"epoch={epochs - 1}-step={steps}.ckpt"
+    # The picture (drawn at on_fit_end), then the Trainer's summary of the fit.
     assert tail[0] == f"picture: {picture}"
-    assert tail[1] == f"checkpoint: {checkpoint}"
-    assert tail[2].startswith(f"done: {epochs} epochs, {steps} steps on 2 processes in ")
+    assert tail[1].startswith(f"done: {epochs} epochs, {steps} steps on 2 processes in ")
+    assert tail[2] == f"checkpoint: {checkpoint}"
+    assert tail[3] == f"logs: {root.resolve() / 'metrics.csv'}"
     _assert_picture(picture)
     saved = load_checkpoint(checkpoint)
     # Lightning's meaning: written by the last epoch (0-based), which a resume continues after.
     assert (saved["epoch"], saved["global_step"]) == (epochs - 1, steps)
     assert saved["loops"]["epochs_completed"] == epochs
-    # Everything went under --root-dir, and this run's metrics replaced the stale ones.
+    # Everything went under --root-dir; this run's metrics are its own file, and the stale
+    # run's were set aside, not lost.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
-    assert sorted(p.name for p in root.iterdir()) == ["checkpoints", "metrics.csv", "spirals.png"]
+    assert sorted(p.name for p in root.iterdir()) == [
+        "checkpoints",
+        "metrics-v1.csv",
+        "metrics.csv",
+        "spirals.png",
+    ]
     assert "stale" not in (root / "metrics.csv").read_text()
+    assert "stale" in (root / "metrics-v1.csv").read_text()
 
 
 @pytest.mark.timeout(120)
@@ -116,7 +125,8 @@ def test_each_epoch_line_is_printed_before_fit_returns(
         print("<fit returned>", flush=True)
 
     monkeypatch.setattr(Trainer, "fit", fit_then_say_so)
-    monkeypatch.setenv("DDPKIT_SEED", "7")  # seed_everything exports it; undone after the test
+    for name in ("DDPKIT_SEED", "PL_GLOBAL_SEED", "PL_SEED_WORKERS"):
+        monkeypatch.setenv(name, "7")  # seed_everything exports them; undone after the test
     example = _example()
     example.main(["--variant=single", "--epochs=2", "--samples=1024", "--batch-size=16",
                   f"--root-dir={tmp_path}"])  # fmt: skip
@@ -126,7 +136,10 @@ def test_each_epoch_line_is_printed_before_fit_returns(
     assert len(epochs) == 2 and epochs[-1] < returned, lines
     picture = next(i for i, line in enumerate(lines) if line.startswith("picture: "))
     assert picture < returned  # rank 0 draws at the end of fit, where it holds the model
-    assert lines[returned + 1].startswith("checkpoint: ")
+    # fit's own summary ends fit
+    assert [line.split(":")[0] for line in lines[returned - 3 : returned]] == [
+        "done", "checkpoint", "logs"
+    ]  # fmt: skip
 
 
 def _screen(raw: str) -> list[str]:
@@ -181,9 +194,11 @@ def test_in_a_terminal_the_bar_leaves_one_summary_line_per_epoch(tmp_path: Path)
     for epoch, line in enumerate(bars):
         assert line.startswith(f"epoch {epoch}: 100%") and "64/64" in line, line
         assert "train_loss_step=" in line
-    # Each epoch: its bar's summary, then its metrics line; no validation or sanity bar is left.
+    # Each epoch: its bar's summary line only (the epoch lines are for logs); no validation or
+    # sanity bar is left; the fit's summary at the end.
     order = [line.split(":")[0] for line in screen if line.startswith("epoch")]
-    assert order == ["epoch 0", "epoch 0 (step 64)", "epoch 1", "epoch 1 (step 128)"]
+    assert order == ["epoch 0", "epoch 1"]
+    assert any(line.startswith("done: 2 epochs, 128 steps on 1 process in ") for line in screen)
     assert not any(line.startswith(("validate", "sanity check")) for line in screen), screen
 
 

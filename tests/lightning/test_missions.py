@@ -27,6 +27,21 @@ MISSION = {  # call → (launcher, the reference's strategy)
 }
 
 
+def _lit_run() -> Any:
+    """The run script as a module (its mission_flags)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import lit_run
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return lit_run
+
+
+# Imported at collection, as the suite's other Lightning tests do: Lightning's import exports
+# PYTORCH_NVML_BASED_CUDA_CHECK, which the root conftest would blame on the first test.
+_lit_run()
+
+
 def run_script(out: Path, *args: str) -> dict[str, Any]:
     out.mkdir(parents=True)
     proc = subprocess.run(
@@ -59,15 +74,20 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
     return Lazy()
 
 
+#: Calls whose Trainer is the same Lightning run as another call's (test_..._same_run below): they
+#: run end to end supervised only (the default), and their partner unsupervised, so that each of the four
+#: calls runs end to end once and each launcher runs supervised and not.
+SAME_RUN_AS = {"ddp_cpu+DDPSpawnPlugin": "ddp_cpu", "ddp_cpu+DDPPlugin": "num_processes+DDPPlugin"}
+
+
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize(
     ("call", "supervise"),
     [
         # By default ddpkit supervises the ranks of the plan it resolved (ddpkit's launchers
         # under Lightning's loop); supervise=False runs Lightning's own DDP. The same training.
-        *((call, "default") for call in sorted(MISSION)),
-        ("ddp_cpu+DDPSpawnPlugin", "false"),
-        ("ddp_cpu+DDPPlugin", "false"),
+        *((call, "false") for call in sorted(MISSION) if call not in SAME_RUN_AS),
+        *((call, "default") for call in sorted(SAME_RUN_AS)),
     ],
 )
 def test_mission_call_runs_on_lightning_like_the_modern_spelling(
@@ -137,3 +157,37 @@ def test_mission_call_runs_on_lightning_like_the_modern_spelling(
     saved = torch.load(best, weights_only=False)["state_dict"]
     for name, value in saved.items():
         assert torch.equal(ours["loaded_state"][name], value), name
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("call", "partner"), sorted(SAME_RUN_AS.items()))
+def test_a_call_run_only_supervised_builds_the_same_run_as_its_partner(
+    call: str, partner: str, tmp_path: Path
+) -> None:
+    """The same Lightning call, strategy (launcher, DDP options), environment and devices: its
+    unsupervised run would be its partner's again (two runs of ~20 s)."""
+    import warnings
+
+    from ddpkit.lightning import Trainer
+
+    lit_run = _lit_run()
+
+    def built(name: str) -> tuple[Any, ...]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            flags = lit_run.mission_flags(name)
+            trainer = Trainer(**flags, supervise=False, default_root_dir=tmp_path / name)
+        strategy = trainer.strategy
+        device = [str(w.message) for w in seen if "1.x device flags" in str(w.message)]
+        return (
+            trainer.lightning_call,
+            type(strategy).__name__,
+            strategy._start_method,
+            strategy._ddp_kwargs,
+            type(strategy.cluster_environment).__name__,
+            strategy.num_processes,
+            [str(d) for d in strategy.parallel_devices],
+            len(device),  # its text differs (the bare ddp_cpu's says its default is ambiguous):
+        )  # the supervised run of `call` checks it end to end
+
+    assert built(call) == built(partner)

@@ -83,8 +83,9 @@ def test_csv_layout_versions_and_contents(tmp_path: Path) -> None:
     ]
     assert json.loads((folder / "hparams.yaml").read_text()) == {"lr": 0.05, "width": 1}
     logged = rows(folder / "metrics.csv")
-    assert [int(r["step"]) for r in logged if r["train_loss"]] == [2, 4, 6, 8]
-    assert [(r["epoch"], r["step"]) for r in logged if r["val_loss"]] == [("0", "4"), ("1", "8")]
+    # Lightning's step: the optimizer steps before the batch that logs (global_step - 1)
+    assert [int(r["step"]) for r in logged if r["train_loss"]] == [1, 3, 5, 7]
+    assert [(r["epoch"], r["step"]) for r in logged if r["val_loss"]] == [("0", "3"), ("1", "7")]
     # A second logger in the same folder takes the next version.
     assert CSVLogger(tmp_path / "logs").version == 1
     named = CSVLogger(tmp_path / "logs", name="exp", version="run-a", prefix="p")
@@ -124,9 +125,9 @@ def test_tensorboard_event_files_hold_the_logged_scalars(tmp_path: Path) -> None
     scalars = events.Tags()["scalars"]
     assert {"train_loss", "val_loss", "epoch", "hp_metric"} <= set(scalars)
     train = events.Scalars("train_loss")
-    assert [e.step for e in train] == [2, 4, 6, 8]
+    assert [e.step for e in train] == [1, 3, 5, 7]
     val = events.Scalars("val_loss")
-    assert [e.step for e in val] == [4, 8]
+    assert [e.step for e in val] == [3, 7]
     assert val[-1].value == pytest.approx(float(trainer.callback_metrics["val_loss"]))
     assert json.loads((folder / "hparams.yaml").read_text()) == {"lr": 0.05, "width": 1}
     # The hyperparameters are in TensorBoard's HPARAMS plugin too.
@@ -154,14 +155,20 @@ def test_a_logger_off_rank_zero_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "r1").exists()
 
 
-def test_nested_hyperparameters_are_flattened(tmp_path: Path) -> None:
-    logger = CSVLogger(tmp_path, name="", version="")
-    logger.log_hyperparams(Namespace(opt={"lr": 0.1, "betas": (0.9, 0.99)}, layers=3))
-    assert json.loads((tmp_path / "hparams.yaml").read_text()) == {
-        "layers": 3,
-        "opt/betas": [0.9, 0.99],
-        "opt/lr": 0.1,
-    }
+@pytest.mark.parametrize("kind", ["CSVLogger", "TensorBoardLogger"])
+def test_nested_hyperparameters_stay_nested_as_in_lightning(tmp_path: Path, kind: str) -> None:
+    """hparams.yaml holds what was given, nested (Lightning's; ddpkit flattened it to opt/lr),
+    and reads back the same as Lightning's own logger's file."""
+    pl_loggers = pytest.importorskip("pytorch_lightning.loggers")
+    yaml = pytest.importorskip("yaml")
+    params = Namespace(opt={"lr": 0.1, "betas": [0.9, 0.99]}, layers=3)
+    files = []
+    for lib, folder in ((pl_loggers, tmp_path / "pl"), (ddpkit.loggers, tmp_path / "ddpkit")):
+        logger = getattr(lib, kind)(folder, name="", version="")
+        logger.log_hyperparams(params)
+        logger.save()
+        files.append(yaml.safe_load((folder / "hparams.yaml").read_text()))
+    assert files[1] == files[0] == {"opt": {"lr": 0.1, "betas": [0.9, 0.99]}, "layers": 3}
 
 
 def test_any_object_with_the_interface_is_a_logger_and_others_are_refused(tmp_path: Path) -> None:
@@ -183,7 +190,7 @@ def test_any_object_with_the_interface_is_a_logger_and_others_are_refused(tmp_pa
     mine = Mine()
     fit(tmp_path, mine, epochs=1)
     assert mine.params == {"lr": 0.05, "width": 1}
-    assert [step for row, step in mine.rows if "train_loss" in row] == [2, 4]
+    assert [step for row, step in mine.rows if "train_loss" in row] == [1, 3]  # Lightning's
     with pytest.raises(
         MisconfigurationError, match=r"Trainer\(logger='csv'\): str is not a logger"
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import torch.distributed as dist
 
@@ -68,6 +69,12 @@ def test_a_ddpkit_rank_is_named_and_allowed_where_the_launcher_joins_it() -> Non
     snapshot = leaks.ChildSnapshot()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
     try:
+        # Until the child has exec'd, /proc shows the fork's command line (empty) and the
+        # environment it inherited, without DDPKIT_PARENT_PID: what ddpkit reads is the exec'd
+        # process's (flaky on a loaded machine otherwise).
+        deadline = time.monotonic() + 30
+        while "time.sleep" not in procs.cmdline(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert leaks.leaked_children(snapshot, grace=0, allow_ddpkit_ranks=True) == []
         leaked = leaks.leaked_children(snapshot, grace=0)
         assert [c.ddpkit_rank for c in leaked] == [True]

@@ -275,9 +275,36 @@ def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
         "last lines of output:\n    r0 waits"
     ) in text
     assert (
-        "--- rank 1 (pid 1001): killed by ddpkit (SIGKILL) at the test's timeout (7 s) ---\n"
-        "last lines of output:\n    r1 waits\nPython stacks"
+        "--- rank 1 (pid 1001): killed by ddpkit (SIGKILL) at the test's timeout (7 s) "
+        "(root cause) ---\nlast lines of output:\n    r1 waits\nPython stacks"
     ) in text
+
+
+STUCK_IN_STEP = """Current thread 0x1 (most recent call first):
+  File "/repo/test_fit.py", line 17 in training_step
+  File "/repo/src/ddpkit/trainer/optimization.py", line 38 in forward"""
+WAITS_IN_BACKWARD = """Current thread 0x2 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 979 in _engine_run_backward
+  File "/venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 395 in backward"""
+
+
+def test_standalone_timeout_names_the_rank_outside_every_collective(item: pytest.Item) -> None:
+    """As for a distributed test: the rank that waits in DDP's gradient all-reduce (backward)
+    waits for the one that is still in its training_step."""
+    end = job(
+        proc(0, [rep("setup", "passed")], exitcode=-9, ended=AT_TIMEOUT, stacks=WAITS_IN_BACKWARD),
+        proc(1, [rep("setup", "passed")], direct=False, exitcode=None, ended=AT_TIMEOUT,
+             stacks=STUCK_IN_STEP),
+        timed_out=True,
+    )  # fmt: skip
+    text = text_of(standalone_reports(item, end, deserialize))
+    assert text.startswith(
+        "standalone test timed out after 7 s; ddpkit ended its process tree (pids 1000, 1001). "
+        "Root cause: rank 1.\nRank 1 was not inside a collective (test_fit.py:17 in "
+        "training_step) while the others waited in one for it (rank 0 in backward).\nFix: "
+    ), text
+    assert text.index("--- rank 1 (pid 1001): killed by ddpkit (SIGKILL) at the test's timeout "
+                      "(7 s) (root cause) ---") < text.index("--- rank 0 (pid 1000)")  # fmt: skip
 
 
 def test_standalone_interpreter_that_died_before_reporting(item: pytest.Item) -> None:

@@ -61,12 +61,12 @@ PROBE = """
 """
 
 
-def probe(pytester: pytest.Pytester, tmp_path: Path) -> tuple[dict[str, object], str, set[tuple[int, int]]]:  # fmt: skip
+def probe(pytester: pytest.Pytester, tmp_path: Path, source: str = PROBE) -> tuple[dict[str, object], str, set[tuple[int, int]]]:  # fmt: skip
     """Run the probe in a pytest whose output goes to pipes, as in a terminal or CI: what the
     rank found, the session's output, and the pipes' identities."""
     out = tmp_path / "where.json"
     pytester.makepyfile(where=textwrap.dedent(WHERE))
-    pytester.makepyfile(test_probe=textwrap.dedent(PROBE.format(out=str(out))))
+    pytester.makepyfile(test_probe=textwrap.dedent(source.format(out=str(out))))
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *PLUGIN, "-p", "no:xdist"],
         cwd=pytester.path,
@@ -191,3 +191,36 @@ def test_a_conftest_that_reads_rank_at_import_gets_each_ranks_own(
             "the session collected (each test's own value)."
         ]
     )
+
+
+LIGHTNING = """
+    import os
+    import pytest
+    from lightning_fabric.utilities.rank_zero import rank_zero_only as fabric_rank_zero_only
+    from pytorch_lightning.utilities import rank_zero
+    from torchmetrics.utilities import prints
+    from where import where
+
+    @pytest.mark.distributed(world_size=2)
+    def test_where(dist):
+        # What each rank's own import of Lightning and torchmetrics computes from its RANK and
+        # LOCAL_RANK (one machine: the same number), not the session's 0.
+        assert rank_zero.rank_zero_only.rank == dist.rank
+        assert fabric_rank_zero_only.rank == dist.rank
+        assert prints.rank_zero_only.rank == int(os.environ["LOCAL_RANK"]) == dist.rank
+        if dist.rank == 0:
+            where({out!r})
+"""
+
+
+@pytest.mark.timeout(150)
+def test_a_suite_that_imports_lightning_forks_its_session_and_each_rank_has_its_rank(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytest.importorskip("pytorch_lightning")
+    # Lightning's stack reads RANK and LOCAL_RANK while the conftest imports it (and fsspec,
+    # which it imports, every variable there is: this session has PYTEST_CURRENT_TEST).
+    pytester.makeconftest("import pytorch_lightning\nimport torchmetrics\n")
+    record, output, _ = probe(pytester, tmp_path, LIGHTNING)
+    assert record["zygote"] == record["session"], output  # a fork of the session
+    assert "fresh interpreter" not in output, output

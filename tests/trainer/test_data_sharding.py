@@ -13,6 +13,7 @@ from torch.utils.data import (
     DataLoader,
     DistributedSampler,
     IterableDataset,
+    RandomSampler,
     Sampler,
     SequentialSampler,
     TensorDataset,
@@ -139,13 +140,58 @@ def test_a_custom_sampler_is_a_clear_error() -> None:
         distribute(loader, rank=0, world_size=2, train=True, seed=0)
 
 
-def test_a_custom_batch_sampler_is_a_clear_error() -> None:
-    class Pairs(BatchSampler):
-        pass
+class Pairs(BatchSampler):
+    pass
 
-    loader = DataLoader(DATA, batch_sampler=Pairs(SequentialSampler(DATA), 2, False))
-    with pytest.raises(MisconfigurationError, match=r"custom batch_sampler \(Pairs\)"):
+
+@pytest.mark.parametrize("kind", [BatchSampler, Pairs])
+def test_a_batch_sampler_is_rebuilt_around_the_shard(kind: type[BatchSampler]) -> None:
+    """Lightning's rule: the user's batch sampler (BatchSampler or a subclass) is built again
+    around a DistributedSampler, with its batch size, drop_last, and the shuffle of its own
+    sampler (before, a plain one became single unbatched samples)."""
+    loader = DataLoader(DATA, batch_sampler=kind(RandomSampler(DATA), 2, False))
+    out = [distribute(loader, rank=r, world_size=2, train=True, seed=0) for r in (0, 1)]
+    assert all(type(o.batch_sampler) is kind for o in out)
+    batches = [[[int(v) for v in batch] for (batch,) in o] for o in out]
+    assert [len(b) for b in batches] == [3, 3] and all(len(x) == 2 for b in batches for x in b[:2])
+    flat = [v for b in batches for x in b for v in x]
+    assert sorted(set(flat)) == list(range(10)) and flat != sorted(flat)  # shuffled, covered
+    assert type(loader.batch_sampler) is kind and loader.batch_sampler.batch_size == 2  # as it was
+    even = DataLoader(DATA, batch_size=2, shuffle=True)  # the same shard as a loader's own
+    assert batches[0] == [[int(v) for v in b] for (b,) in distribute(even, rank=0, world_size=2,
+                                                                     train=True, seed=0)]  # fmt: skip
+
+
+def test_a_batch_sampler_that_cannot_be_rebuilt_is_a_clear_error() -> None:
+    class Windows(BatchSampler):
+        def __init__(self, sampler: Sampler[int], width: int) -> None:
+            super().__init__(sampler, width, False)
+
+    loader = DataLoader(DATA, batch_sampler=Windows(SequentialSampler(DATA), 2))
+    with pytest.raises(
+        MisconfigurationError, match=r"Windows\(sampler, batch_size=2, drop_last=False\) raised"
+    ):
         distribute(loader, rank=0, world_size=2, train=True, seed=0)
+
+
+def test_a_custom_sampler_inside_a_batch_sampler_is_a_clear_error() -> None:
+    loader = DataLoader(DATA, batch_sampler=BatchSampler(EveryOther(), 2, False))
+    with pytest.raises(
+        MisconfigurationError, match=r"custom sampler \(EveryOther\) in its batch_sampler"
+    ):
+        distribute(loader, rank=0, world_size=2, train=True, seed=0)
+
+
+def test_a_dataloader_subclass_stays_its_class() -> None:
+    class Tagged(DataLoader[Any]):
+        def __init__(self, dataset: Any, tag: str, **kwargs: Any) -> None:
+            super().__init__(dataset, **kwargs)
+            self.tag = tag
+
+    loader = Tagged(DATA, "mine", batch_size=2, shuffle=True)
+    out = distribute(loader, rank=1, world_size=2, train=True, seed=0)
+    assert type(out) is Tagged and out.tag == "mine" and out.batch_size == 2
+    assert isinstance(out.sampler, DistributedSampler) and out.sampler.rank == 1
 
 
 # -- num_batches ----------------------------------------------------------------------------

@@ -234,14 +234,17 @@ def test_a_1x_keyword_and_its_2x_spelling_together_are_refused() -> None:
         Trainer(checkpoint_callback=False, enable_checkpointing=True)
     with pytest.raises(
         MisconfigurationError,
-        match=r"progress_bar_refresh_rate=-1\): a Lightning 1.x keyword that takes an int ≥ 0\. Fix: Trainer\(enable_progress_bar=False\)",
+        match=r"progress_bar_refresh_rate=-1\): Invalid type provided for "
+        r"progress_bar_refresh_rate: a Lightning 1.x keyword that takes an int ≥ 0\. Fix: "
+        r"Trainer\(enable_progress_bar=False\)",
     ):
         Trainer(progress_bar_refresh_rate=-1)
 
 
 def test_defaults_resolve_as_in_lightning() -> None:
     t = Trainer()
-    assert (t.max_epochs, t.max_steps, t.min_epochs, t.min_steps) == (1000, -1, 0, 0)
+    # Lightning's: the minimums are None until given (a fit reports min_epochs 0)
+    assert (t.max_epochs, t.max_steps, t.min_epochs, t.min_steps) == (1000, -1, None, None)
     assert (t.log_every_n_steps, t.num_sanity_val_steps, t.val_check_interval) == (50, 2, 1.0)
     assert (t.limit_train_batches, t.limit_val_batches, t.check_val_every_n_epoch) == (1.0, 1.0, 1)
     assert (t.enable_checkpointing, t.enable_progress_bar, t.enable_model_summary) == (

@@ -265,6 +265,7 @@ def test_default_checkpoint_at_the_end_of_fit(tmp_path: Path) -> None:
     data = load_checkpoint(expected)
     assert sorted(data) == [
         "callbacks",
+        "ddpkit_rng",
         "ddpkit_version",
         "epoch",
         "global_step",
@@ -316,7 +317,7 @@ def test_csv_metrics_log_in_default_root_dir(tmp_path: Path) -> None:
     assert {"train_loss", "val_loss"} <= set(header)
     rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
     step_rows = [r for r in rows if r["train_loss"]]
-    assert [int(r["step"]) for r in step_rows] == [4, 8, 12, 16]
+    assert [int(r["step"]) for r in step_rows] == [3, 7, 11, 15]  # Lightning's (global_step - 1)
     assert [r["epoch"] for r in rows if r["val_loss"]] == ["0", "1"]
 
 

@@ -90,19 +90,27 @@ def test_logger_false_keeps_it_out_of_the_log_only() -> None:
     assert store.pending_step_row == {}
 
 
-def test_disabled_during_the_sanity_check() -> None:
+def test_the_sanity_check_reaches_callback_metrics_only() -> None:
+    """Lightning's: a callback reads the sanity check's values; no logger row, no logged or
+    progress-bar value (ddpkit dropped them, so a callback reading them met a KeyError)."""
     store = MetricStore()
-    store.enabled = False
-    log(store, "x", 1.0, on_epoch=True)
-    store.enabled = True
-    assert (store.callback_metrics, store.end_epoch()) == ({}, {})
+    store.sanity = True
+    log(store, "x", 1.0, on_epoch=True, prog_bar=True)
+    assert store.end_epoch() == {}  # nothing for a logger row
+    store.sanity = False
+    assert store.callback_metrics == {"x_step": 1.0, "x": 1.0, "x_epoch": 1.0}
+    assert (store.logged_metrics, store.progress_bar_metrics) == ({}, {})
 
 
-def test_discard_epoch() -> None:
+def test_a_value_logged_while_the_epoch_closes_is_published_at_once() -> None:
+    """What an epoch-end hook logs is in callback_metrics for the callbacks after it."""
     store = MetricStore()
-    log(store, "x", 1.0, on_step=False, on_epoch=True)
-    store.discard_epoch()
-    assert store.end_epoch() == {}
+    store.end_epoch(closing=True)
+    log(store, "late", 3.0, on_step=False, on_epoch=True)
+    assert float(store.callback_metrics["late"]) == 3.0
+    assert store.end_epoch() == {"late": 3.0}
+    log(store, "later", 4.0, on_step=False, on_epoch=True)
+    assert "later" not in store.callback_metrics  # closed: published at the epoch's end again
 
 
 def test_a_new_epoch_starts_from_nothing() -> None:
@@ -119,7 +127,6 @@ def test_each_stage_closes_its_own_epoch() -> None:
     store.stage = "validate"
     log(store, "v", 2.0)
     assert store.end_epoch("validate") == {"v": 2.0}
-    store.discard_epoch("validate")
     store.stage = "train"
     log(store, "t", 3.0, on_step=False, on_epoch=True)
     assert store.end_epoch() == {"t": 2.0}

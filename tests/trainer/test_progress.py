@@ -1,13 +1,20 @@
 """The progress bar (real tqdm): one summary line per training epoch left in a terminal, nothing
-left by the evaluation passes, nothing at all written to a file or a pipe."""
+left by the evaluation passes, nothing of the bar written to a file or a pipe; there, one line
+per epoch instead, and the summary of fit."""
 
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
 import pytest
+import torch
 from terminal import Terminal
+from trainer_models import Recorder, loader
 
+from ddpkit import Trainer
+from ddpkit.callbacks import ModelCheckpoint
 from ddpkit.trainer.progress import ProgressBar
 
 pytest.importorskip("tqdm")
@@ -86,3 +93,66 @@ def test_close_without_a_bar_and_update_after_close_do_nothing() -> None:
     bar.close()
     bar.update(dict)
     assert terminal.getvalue() == ""
+
+
+# -- in a log: one line per epoch, and the summary of fit -----------------------------------
+
+
+def test_a_log_gets_one_line_per_epoch_with_its_epoch_values() -> None:
+    terminal, log = Terminal(), io.StringIO()
+    bar = ProgressBar(True, file=terminal, log=log)  # stderr a terminal, stdout a log: lines
+    metrics = {
+        "train_loss_step": torch.tensor(0.9),
+        "train_loss_epoch": torch.tensor(0.5),
+        "train_loss": torch.tensor(0.5),
+        "val_acc": torch.tensor(0.91234),
+        "lr": 3e-5,
+    }
+    bar.epoch_end(0, 32, lambda: metrics)
+    bar.epoch_end(1, 64, dict)
+    lines = log.getvalue().splitlines()
+    assert re.fullmatch(
+        r"epoch 0 \(step 32, \d+\.\d s\): lr=3e-05  train_loss=0\.5000  val_acc=0\.9123", lines[0]
+    ), lines
+    assert re.fullmatch(r"epoch 1 \(step 64, \d+\.\d s\)", lines[1]), lines
+
+
+def test_in_a_terminal_the_bar_is_the_epoch_line() -> None:
+    terminal = Terminal()
+    bar = ProgressBar(True, file=terminal, log=terminal)
+    _epoch(bar, 0, 3)
+    bar.epoch_end(0, 3, lambda: {"loss": 1.0})
+    assert [line.split(":")[0] for line in terminal.screen()] == ["epoch 0"]
+
+
+def test_turned_off_a_log_gets_nothing() -> None:
+    log = io.StringIO()
+    bar = ProgressBar(False, file=log, log=log)
+    bar.epoch_end(0, 3, lambda: {"loss": 1.0})
+    bar.fit_end(object())  # never read
+    assert log.getvalue() == ""
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_fit_ends_with_its_summary_in_a_log(
+    shown: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = ModelCheckpoint(monitor="val_loss", mode="min")
+    trainer = Trainer(
+        max_epochs=2, default_root_dir=tmp_path, callbacks=[checkpoint],
+        enable_model_summary=False, enable_progress_bar=shown, log_every_n_steps=1,
+    )  # fmt: skip
+    trainer.fit(Recorder(), loader(16), loader(8))
+    out = capsys.readouterr().out.splitlines()  # captured: not a terminal
+    if not shown:
+        assert out == []
+        return
+    assert [line.split(" (")[0] for line in out[:2]] == ["epoch 0", "epoch 1"]
+    assert "val_loss=" in out[0] and "train_loss=" in out[0]
+    assert re.fullmatch(r"done: 2 epochs, 8 steps on 1 process in \d+\.\d s", out[2]), out
+    score = float(checkpoint.best_model_score)
+    assert out[3] == (
+        f"best checkpoint: {Path(checkpoint.best_model_path).resolve()} (val_loss={score:.4f})"
+    )
+    assert out[4] == f"logs: {(tmp_path / 'metrics.csv').resolve()}"
+    assert len(out) == 5

@@ -7,10 +7,28 @@ from typing import Any, ClassVar
 
 import torch
 
-__all__ = ["Accelerator"]
+__all__ = ["Accelerator", "LoaderHooks"]
 
 
-class Accelerator(ABC):
+class LoaderHooks:
+    """Lightning 1.x's loader hooks of an accelerator or a training type: a subclass may change
+    (wrap) the loader a rank iterates. ddpkit calls the training type's, then the
+    accelerator's, with each stage's loader after giving it the rank's shard."""
+
+    def on_reset_train_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_val_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_test_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+    def on_reset_predict_dataloader(self, dataloader: Any) -> Any:
+        return dataloader
+
+
+class Accelerator(LoaderHooks, ABC):
     """A kind of device: where tensors live and which collective backend suits it.
 
     Lightning 1.x accelerators carried the training type and the precision plugin

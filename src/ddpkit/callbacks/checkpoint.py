@@ -7,6 +7,7 @@ its metrics and broadcast, so all ranks hold the same ``best_model_path`` and ca
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -22,10 +23,13 @@ from ddpkit.callbacks.checkpoint_plan import (
     CheckpointPlanner,
     Plan,
     check_arguments,
+    check_paths,
     format_checkpoint_name,
     link,
 )
-from ddpkit.errors import DDPKitWarning
+from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.ranks.restart import current_attempt
+from ddpkit.utilities.files import atomic_write, sweep_partials
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["ModelCheckpoint", "format_checkpoint_name"]
@@ -56,6 +60,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         save_on_train_epoch_end: bool | None = None,
         enable_version_counter: bool = True,
     ) -> None:
+        check_paths(dirpath, filename)
         check_arguments(
             save_top_k,
             mode,
@@ -106,9 +111,13 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage != "fit":
             return  # it saves during fit only (and a broadcast here would join every stage)
-        self.dirpath = trainer.strategy.broadcast_object(self._resolve_dir(trainer))
-        # A directory this callback wrote in an earlier fit is no surprise.
-        written = self.best_model_path or self.last_model_path
+        self.dirpath = trainer.strategy.broadcast_json(self._resolve_dir(trainer))
+        # A directory this callback wrote in an earlier fit, or in the attempt before this
+        # restart, is no surprise.
+        written = self.best_model_path or self.last_model_path or current_attempt().number > 0
+        if trainer.is_global_zero:
+            # What a writer killed in an earlier run left (its partial files), goes now.
+            sweep_partials(self.dirpath)
         if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and not written:
             folder = Path(self.dirpath)
             if folder.is_dir() and any(folder.iterdir()):
@@ -131,17 +140,21 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
             return
         every = self._every_n_train_steps
         due = every >= 1 and trainer.global_step % every == 0
-        if self._train_time_interval is not None and self._last_time_checked is not None:
-            elapsed = time.monotonic() - self._last_time_checked
-            # Ranks' clocks differ: rank zero's decides.
-            late = trainer.strategy.broadcast_object(
-                elapsed >= self._train_time_interval.total_seconds()
-            )
-            if late:
-                self._last_time_checked = time.monotonic()
-            due = due or late
+        due = self._time_due(trainer) or due
         if due:
             self._save(trainer, topk=True)
+
+    def _time_due(self, trainer: Any) -> bool:
+        """``train_time_interval`` passed since the last save (the clock read once: rank zero's
+        decides, as ranks' clocks differ)."""
+        if self._train_time_interval is None or self._last_time_checked is None:
+            return False
+        now = time.monotonic()
+        late = now - self._last_time_checked >= self._train_time_interval.total_seconds()
+        late = bool(trainer.strategy.broadcast_json(late))
+        if late:
+            self._last_time_checked = now
+        return late
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if not self._skip(trainer) and self._on_train_epoch_end(trainer):
@@ -152,6 +165,8 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
             self._save(trainer, topk=self._epoch_due(trainer))
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.fast_dev_run:
+            return
         if self.save_last and not self.last_model_path and trainer.global_step > 0:
             self._save(trainer, topk=False, force_last=True)
 
@@ -166,6 +181,25 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         ):
             path = self.format_checkpoint_name(self._candidates(trainer), prefix="exception")
             trainer.save_checkpoint(path, weights_only=self.save_weights_only, barrier=False)
+
+    def to_yaml(self, filepath: str | os.PathLike[str] | None = None) -> None:
+        """Write ``best_k_models`` (path: score) to ``filepath``, by default
+        ``<dirpath>/best_k_models.yaml`` (Lightning's; written as JSON, which is YAML)."""
+        best_k = {path: float(score) for path, score in self.best_k_models.items()}
+        if filepath is None:
+            if self.dirpath is None:
+                raise MisconfigurationError(
+                    "ModelCheckpoint.to_yaml(): the callback has no dirpath before a fit set it "
+                    "up. Fix: pass a filepath, or call it after trainer.fit(...)."
+                )
+            filepath = os.path.join(self.dirpath, "best_k_models.yaml")
+        target = Path(filepath)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, (json.dumps(best_k, indent=2, sort_keys=True) + "\n").encode())
+
+    def folders_to_write(self, trainer: Any) -> list[str]:
+        """The folder this callback will save into (checked before a fit starts)."""
+        return [self._resolve_dir(trainer)] if self.save_top_k != 0 or self.save_last else []
 
     def state_dict(self) -> dict[str, Any]:
         return {"monitor": self.monitor, "dirpath": self.dirpath, **self._state()}
@@ -213,11 +247,10 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         return bool(trainer.val_check_interval == 1.0)
 
     def _save(self, trainer: Any, *, topk: bool, force_last: bool = False) -> None:
-        plan = None
+        decided = None
         if trainer.is_global_zero:
-            plan = self._plan(trainer, topk=topk, force_last=force_last)
-        plan = trainer.strategy.broadcast_object(plan)
-        assert isinstance(plan, Plan)
+            decided = self._plan(trainer, topk=topk, force_last=force_last).to_json()
+        plan = Plan.from_json(trainer.strategy.broadcast_json(decided))
         for name, value in plan.state.items():
             setattr(self, name, value)
         for path in plan.saves:

@@ -20,8 +20,18 @@ from typing import Any, ClassVar
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.files import atomic_write
+from ddpkit.utilities.rank_zero import log_info
+from ddpkit.utilities.reprs import safe_repr
 
-__all__ = ["CheckpointPlanner", "Plan", "check_arguments", "format_checkpoint_name", "link"]
+__all__ = [
+    "CheckpointPlanner",
+    "Plan",
+    "check_arguments",
+    "check_paths",
+    "format_checkpoint_name",
+    "link",
+]
 
 
 def format_checkpoint_name(
@@ -43,12 +53,40 @@ def format_checkpoint_name(
 
 @dataclass
 class Plan:
-    """What rank zero decided: files to write (and link), files to remove, the new state."""
+    """What rank zero decided: files to write (and link), files to remove, the new state.
+
+    It goes to the other ranks as JSON (:meth:`to_json`), never as a pickle: the scores are
+    float32 scalars, exact as JSON numbers."""
 
     saves: list[str] = field(default_factory=list)
     link: tuple[str, str] | None = None
     removes: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        state = dict(self.state)
+        state["best_k_models"] = {k: float(v) for k, v in state["best_k_models"].items()}
+        for name in _SCORES:
+            state[name] = None if state[name] is None else float(state[name])
+        return {"saves": self.saves, "link": self.link, "removes": self.removes, "state": state}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        state = dict(data["state"])
+        state["best_k_models"] = {k: _score(v) for k, v in state["best_k_models"].items()}
+        for name in _SCORES:
+            state[name] = None if state[name] is None else _score(state[name])
+        link = data["link"]
+        return cls(
+            saves=list(data["saves"]),
+            link=(str(link[0]), str(link[1])) if link is not None else None,
+            removes=list(data["removes"]),
+            state=state,
+        )
+
+
+def _score(value: float) -> torch.Tensor:
+    return torch.tensor(value, dtype=torch.float32)
 
 
 #: what rank zero's decision changes (broadcast to the other ranks; saved in checkpoints)
@@ -61,6 +99,8 @@ STATE = (
     "last_model_path",
     "current_score",
 )
+#: the scalar tensors of STATE (best_k_models holds more of them)
+_SCORES = ("best_model_score", "kth_value", "current_score")
 
 
 class CheckpointPlanner:
@@ -149,9 +189,11 @@ class CheckpointPlanner:
         current = candidates.get(self.monitor)
         if current is None:
             raise MisconfigurationError(
-                f"ModelCheckpoint(monitor={self.monitor!r}) could not find {self.monitor!r} in "
+                f"ModelCheckpoint(monitor={safe_repr(self.monitor)}) could not find "
+                f"{safe_repr(self.monitor)} in "
                 f"the logged metrics {sorted(trainer.callback_metrics)}. Fix: "
-                f"self.log({self.monitor!r}, value) in the module, or monitor one of those."
+                f"self.log({safe_repr(self.monitor)}, value) in the module, or monitor one of "
+                "those."
             )
         current = torch.as_tensor(current).detach().float().cpu()
         if torch.isnan(current):
@@ -160,7 +202,7 @@ class CheckpointPlanner:
         k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
         if len(self.best_k_models) >= k and not better(current, self.kth_value):
             if self.verbose:
-                print(f"Epoch {trainer.current_epoch}: {self.monitor!r} was not in top {k}")
+                log_info(f"Epoch {trainer.current_epoch}: {self.monitor!r} was not in top {k}")
             return
         dropped = ""
         if len(self.best_k_models) >= k:
@@ -179,9 +221,11 @@ class CheckpointPlanner:
         self.best_model_path = best(self.best_k_models, key=lambda p: float(self.best_k_models[p]))
         self.best_model_score = self.best_k_models[self.best_model_path]
         if self.verbose:
-            print(
-                f"Epoch {trainer.current_epoch}: {self.monitor!r} reached {float(current):.5f} "
-                f"(best {float(self.best_model_score):.5f}), saving model to {path!r} as top {k}"
+            log_info(
+                f"Epoch {trainer.current_epoch}: {safe_repr(self.monitor)} reached "
+                f"{float(current):.5f} "
+                f"(best {float(self.best_model_score):.5f}), saving model to {safe_repr(path)} as "
+                f"top {k}"
             )
         plan.saves.append(path)
         if dropped and dropped != path and self._owned(dropped):
@@ -215,7 +259,48 @@ def link(target: str, link: str) -> None:
     try:
         os.symlink(os.path.relpath(target, os.path.dirname(link)), link)
     except OSError:
-        shutil.copy(target, link)
+        # No symlinks here: a copy, atomic like every checkpoint (never half a file under the
+        # final name).
+        with open(target, "rb") as src:
+            atomic_write(link, lambda fh: shutil.copyfileobj(src, fh), private=True, durable=True)
+
+
+def check_paths(dirpath: Any, filename: Any) -> None:
+    """``dirpath`` a folder (not a file) and ``filename`` a template that formats: refused
+    when the callback is built, not at its first save (after an epoch's work)."""
+    if dirpath is not None:
+        if isinstance(dirpath, bytes) or not isinstance(dirpath, str | os.PathLike):
+            raise MisconfigurationError(
+                f"ModelCheckpoint(dirpath={safe_repr(dirpath)}): pass the folder to save into, a "
+                f"str or pathlib.Path (None: the logger's or default_root_dir's). Fix: "
+                f"ModelCheckpoint(dirpath='checkpoints')."
+            )
+        folder = os.path.expanduser(dirpath)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise MisconfigurationError(
+                f"ModelCheckpoint(dirpath={os.fspath(dirpath)!r}): that is a file, not a folder. "
+                f"Fix: pass a folder (created if missing), e.g. "
+                f"{os.path.join(os.path.dirname(os.fspath(folder)), 'checkpoints')!r}."
+            )
+    if filename is None:
+        return
+    if not isinstance(filename, str):
+        raise MisconfigurationError(
+            f"ModelCheckpoint(filename={safe_repr(filename)}): pass a name template (str). Fix: "
+            f"ModelCheckpoint(filename='{{epoch}}-{{val_loss:.2f}}')."
+        )
+    # Every name the template asks for, formatted as an int (epoch, step) or a float would be.
+    names = {n: torch.tensor(0) for n in ("epoch", "step")}
+    for group in re.findall(r"(\{.*?)[:\}]", filename):
+        names.setdefault(group[1:], torch.tensor(0.0))
+    try:
+        format_checkpoint_name(filename, names)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+        raise MisconfigurationError(
+            f"ModelCheckpoint(filename={filename!r}): the template does not format "
+            f"({type(err).__name__}: {err}); it takes {{name}} or {{name:format}} per logged "
+            f"value. Fix: ModelCheckpoint(filename='{{epoch}}-{{val_loss:.2f}}')."
+        ) from None
 
 
 def check_arguments(
@@ -231,16 +316,38 @@ def check_arguments(
         return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
 
     if mode not in ("min", "max"):
-        raise bad(f"mode={mode!r}", "choose 'max' or 'min'.")
-    if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
-        raise bad(f"save_top_k={save_top_k!r}", "pass -1 (keep all), 0 (none) or a count ≥ 1.")
-    if monitor is None and save_top_k not in (-1, 0, 1):
         raise bad(
-            f"save_top_k={save_top_k}, monitor=None",
-            "the best k need a metric to rank by. Fix: pass monitor='val_loss' (a logged name).",
+            f"mode={safe_repr(mode)}", f"`mode` can be min, max but got {mode}. Fix: mode='min'."
+        )
+    if monitor is not None and not isinstance(monitor, str):
+        raise bad(
+            f"monitor={safe_repr(monitor)}", "pass a logged metric's name. Fix: monitor='val_loss'."
+        )
+    if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
+        raise bad(
+            f"save_top_k={safe_repr(save_top_k)}",
+            "Must be >= -1: pass -1 (keep all), 0 (none) or a count ≥ 1. Fix: save_top_k=1.",
+        )
+    if monitor is None and save_top_k not in (-1, 0, 1):
+        raise MisconfigurationError(
+            f"ModelCheckpoint(save_top_k={save_top_k}, monitor=None) is not a valid "
+            f"configuration: the best k need a metric to rank by. Fix: pass monitor='val_loss' (a "
+            f"logged name)."
         )
     if save_last not in (None, True, False, "link"):
-        raise bad(f"save_last={save_last!r}", "pass True, False, None or 'link'.")
+        raise bad(
+            f"save_last={safe_repr(save_last)}",
+            "pass True, False, None or 'link'. Fix: save_last=True.",
+        )
+    _check_triggers(every_n_train_steps, every_n_epochs, train_time_interval)
+
+
+def _check_triggers(
+    every_n_train_steps: Any, every_n_epochs: Any, train_time_interval: Any
+) -> None:
+    def bad(what: str, fix: str) -> MisconfigurationError:
+        return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
+
     for name, value in (
         ("every_n_train_steps", every_n_train_steps),
         ("every_n_epochs", every_n_epochs),
@@ -248,11 +355,14 @@ def check_arguments(
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
         ):
-            raise bad(f"{name}={value!r}", "pass an int ≥ 0 (0 turns it off) or None.")
+            raise bad(
+                f"{name}={safe_repr(value)}",
+                "Must be >= 0: pass an int (0 turns it off) or None. Fix: " + f"{name}=1.",
+            )
     if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
         raise bad(
-            f"train_time_interval={train_time_interval!r}",
-            "pass a datetime.timedelta, e.g. timedelta(minutes=30).",
+            f"train_time_interval={safe_repr(train_time_interval)}",
+            "pass a datetime.timedelta. Fix: train_time_interval=timedelta(minutes=30).",
         )
     given = {
         "every_n_train_steps": every_n_train_steps,
@@ -262,6 +372,7 @@ def check_arguments(
     triggers = [name for name, value in given.items() if value]
     if len(triggers) > 1:
         raise bad(
-            ", ".join(f"{name}={given[name]!r}" for name in triggers),
-            "they exclude each other. Fix: keep one of them.",
+            ", ".join(f"{name}={safe_repr(given[name])}" for name in triggers),
+            "Combination of parameters every_n_train_steps, every_n_epochs and "
+            "train_time_interval should be mutually exclusive. Fix: keep one of them.",
         )

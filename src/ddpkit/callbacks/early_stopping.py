@@ -15,6 +15,8 @@ import torch
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.rank_zero import log_info
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["EarlyStopping", "EarlyStoppingReason"]
 
@@ -28,7 +30,61 @@ class EarlyStoppingReason(Enum):
 
 
 _OPS = {"min": torch.lt, "max": torch.gt}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 _ORDER = {"min": "<", "max": ">"}
+
+
+def _check_arguments(
+    monitor: Any,
+    mode: Any,
+    patience: Any,
+    min_delta: Any,
+    stopping_threshold: Any,
+    divergence_threshold: Any,
+    check_on_train_epoch_end: Any,
+) -> None:
+    """Every argument checked when the callback is built (a bad threshold was a TypeError at
+    the first check, after an epoch's work)."""
+    if mode not in _OPS:
+        raise MisconfigurationError(
+            f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got {mode}. "
+            f"Fix: mode='min'."
+        )
+    if not isinstance(monitor, str) or not monitor:
+        raise MisconfigurationError(
+            f"EarlyStopping(monitor={safe_repr(monitor)}): pass the name of a logged metric. "
+            f"Fix: EarlyStopping(monitor='val_loss')."
+        )
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+        raise MisconfigurationError(
+            f"EarlyStopping(patience={safe_repr(patience)}): pass an int ≥ 0 (checks without "
+            f"improvement before stopping). Fix: patience=3."
+        )
+    if not _is_number(min_delta) or math.isnan(min_delta):
+        raise MisconfigurationError(
+            f"EarlyStopping(min_delta={safe_repr(min_delta)}): pass a number ≥ 0. Fix: "
+            f"min_delta=0.0."
+        )
+    for name, value in (
+        ("stopping_threshold", stopping_threshold),
+        ("divergence_threshold", divergence_threshold),
+    ):
+        if value is not None and (not _is_number(value) or math.isnan(value)):
+            raise MisconfigurationError(
+                f"EarlyStopping({name}={safe_repr(value)}): pass a number (the monitored "
+                f"value to stop at) or None. Fix: {name}=None."
+            )
+    if check_on_train_epoch_end not in (None, True, False):
+        raise MisconfigurationError(
+            f"EarlyStopping(check_on_train_epoch_end={safe_repr(check_on_train_epoch_end)}): "
+            f"pass True, False or None (decided from the Trainer). Fix: "
+            f"check_on_train_epoch_end=None."
+        )
 
 
 class EarlyStopping(Callback):
@@ -55,22 +111,15 @@ class EarlyStopping(Callback):
         check_on_train_epoch_end: bool | None = None,
         log_rank_zero_only: bool = False,
     ) -> None:
-        if mode not in _OPS:
-            raise MisconfigurationError(f"EarlyStopping(mode={mode!r}): choose 'max' or 'min'.")
-        if not isinstance(monitor, str) or not monitor:
-            raise MisconfigurationError(
-                f"EarlyStopping(monitor={monitor!r}): pass the name of a logged metric, e.g. "
-                f"EarlyStopping(monitor='val_loss')."
-            )
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-            raise MisconfigurationError(
-                f"EarlyStopping(patience={patience!r}): pass an int ≥ 0 (checks without "
-                f"improvement before stopping)."
-            )
-        if not isinstance(min_delta, int | float) or math.isnan(min_delta):
-            raise MisconfigurationError(
-                f"EarlyStopping(min_delta={min_delta!r}): pass a number ≥ 0."
-            )
+        _check_arguments(
+            monitor,
+            mode,
+            patience,
+            min_delta,
+            stopping_threshold,
+            divergence_threshold,
+            check_on_train_epoch_end,
+        )
         self.monitor, self.patience, self.verbose, self.mode = monitor, patience, verbose, mode
         self.strict, self.check_finite = strict, check_finite
         self.stopping_threshold, self.divergence_threshold = (
@@ -135,8 +184,10 @@ class EarlyStopping(Callback):
         if self.monitor not in logs:
             if self.strict:
                 raise MisconfigurationError(
-                    f"EarlyStopping(monitor={self.monitor!r}): {self.monitor!r} was not logged; "
-                    f"logged: {sorted(logs)}. Fix: self.log({self.monitor!r}, value) in the "
+                    f"EarlyStopping(monitor={safe_repr(self.monitor)}): {safe_repr(self.monitor)} "
+                    "was not logged; "
+                    f"logged: {sorted(logs)}. Fix: self.log({safe_repr(self.monitor)}, value) in "
+                    "the "
                     f"module, monitor one of those, or pass strict=False to skip the check."
                 )
             return
@@ -149,9 +200,19 @@ class EarlyStopping(Callback):
         if should_stop:
             self.stopped_epoch = trainer.current_epoch
             self.stopping_reason_message = reason
-        if reason and self.verbose and (trainer.is_global_zero or not self.log_rank_zero_only):
-            rank = f"[rank: {trainer.global_rank}] " if trainer.world_size > 1 else ""
-            print(f"{rank}{reason}")
+        if reason and self.verbose:
+            self._log_info(trainer, reason, self.log_rank_zero_only)
+
+    @staticmethod
+    def _log_info(trainer: Any, message: str, log_rank_zero_only: bool) -> None:
+        """Lightning's: to the log at INFO (``ddpkit``'s logger), prefixed with the rank when
+        there are several; with ``log_rank_zero_only``, from rank zero only."""
+        rank = trainer.global_rank if trainer is not None else 0
+        if log_rank_zero_only and rank != 0:
+            return
+        if trainer is not None and trainer.world_size > 1:
+            message = f"[rank: {rank}] {message}"
+        log_info(message)
 
     def _evaluate_stopping_criteria(self, current: torch.Tensor) -> tuple[bool, str | None]:
         op = self.monitor_op

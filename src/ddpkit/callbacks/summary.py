@@ -9,6 +9,7 @@ from torch import nn
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["ModelSummary", "summarize"]
 
@@ -55,8 +56,8 @@ class ModelSummary(Callback):
     def __init__(self, max_depth: int = 1) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < -1:
             raise MisconfigurationError(
-                f"ModelSummary(max_depth={max_depth!r}): pass -1 (every layer), 0 (no table) "
-                f"or a depth ≥ 1."
+                f"ModelSummary(max_depth={safe_repr(max_depth)}): pass -1 (every layer), 0 (no "
+                "table) or a depth ≥ 1. Fix: max_depth=1."
             )
         self._max_depth = max_depth
 

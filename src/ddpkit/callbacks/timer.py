@@ -10,6 +10,7 @@ import torch
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["Timer"]
 
@@ -21,7 +22,10 @@ class Timer(Callback):
 
     def __init__(self, duration: timedelta | None = None, interval: str = "step") -> None:
         if interval not in ("epoch", "step"):
-            raise MisconfigurationError(f"Timer(interval={interval!r}): choose 'epoch' or 'step'.")
+            raise MisconfigurationError(
+                f"Timer(interval={safe_repr(interval)}): choose 'epoch' or 'step'. Fix: "
+                f"interval='step'."
+            )
         self._duration = duration.total_seconds() if duration is not None else None
         self._interval = interval
         self._start: float | None = None

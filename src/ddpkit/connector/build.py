@@ -8,14 +8,10 @@ from dataclasses import dataclass
 from ddpkit.accelerators import Accelerator, CPUAccelerator, GPUAccelerator
 from ddpkit.connector.plan import Plan
 from ddpkit.connector.probe import Probe
+from ddpkit.connector.rules import built_environment
 from ddpkit.errors import MisconfigurationError
 from ddpkit.launchers import Launcher, make_launcher
-from ddpkit.plugins.environments import (
-    ClusterEnvironment,
-    LocalEnvironment,
-    SLURMEnvironment,
-    TorchElasticEnvironment,
-)
+from ddpkit.plugins.environments import ClusterEnvironment
 from ddpkit.plugins.precision import DoublePrecisionPlugin, MixedPrecisionPlugin, PrecisionPlugin
 from ddpkit.plugins.training_type import (
     DDPPlugin,
@@ -28,11 +24,6 @@ from ddpkit.plugins.training_type.base import Connection
 __all__ = ["Built", "build", "disagreements"]
 
 _ACCELERATORS: dict[str, type[Accelerator]] = {"cpu": CPUAccelerator, "gpu": GPUAccelerator}
-_ENVIRONMENTS: dict[str, type[ClusterEnvironment]] = {
-    "local": LocalEnvironment,
-    "torchelastic": TorchElasticEnvironment,
-    "slurm": SLURMEnvironment,
-}
 
 
 @dataclass(frozen=True)
@@ -68,7 +59,7 @@ def _training_type(plan: Plan, first_device: object) -> TrainingTypePlugin:
 
 def build(plan: Plan, probe: Probe) -> Built:
     accelerator = plan.accelerator_instance or _ACCELERATORS[plan.accelerator.value]()
-    environment = plan.environment_instance or _ENVIRONMENTS[plan.environment.value](probe.env)
+    environment = plan.environment_instance or built_environment(plan.environment.value, probe)
     precision = plan.precision_instance or _precision(plan.precision.value)
     precision.setup(accelerator.device_type)
     devices = tuple(accelerator.device(i) for i in plan.devices.value)

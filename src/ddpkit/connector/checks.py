@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddpkit.connector.types import MAX_WORLD_SIZE
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.training_type.ddp_options import BACKENDS
+from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
 __all__ = [
@@ -58,11 +59,12 @@ def check_backend(call: str, value: str, accelerator: str, source: str) -> None:
     name = value.strip().lower()
     if name not in BACKENDS:
         raise MisconfigurationError(
-            f"{call}: {source}={value!r} is not a torch.distributed backend"
+            f"{call}: {source}={safe_repr(value)} is not a torch.distributed backend"
             f"{did_you_mean(name, BACKENDS)}. Choose one of {choices(BACKENDS)}, or unset it."
         )
     if name == "nccl" and accelerator == "cpu":
         raise MisconfigurationError(
-            f"{call}: {source}={value!r} asks for NCCL, which runs on CUDA GPUs only, but the "
+            f"{call}: {source}={safe_repr(value)} asks for NCCL, which runs on CUDA GPUs only, "
+            "but the "
             f"accelerator is CPU. Fix: use 'gloo' on CPU, or accelerator='gpu'."
         )

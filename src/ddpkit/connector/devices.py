@@ -8,6 +8,7 @@ from typing import Any
 
 from ddpkit.connector.types import DeviceKind
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["DeviceRequest", "parse_device_spelling"]
 
@@ -37,7 +38,7 @@ def parse_device_spelling(call: str, flag: str, value: Any) -> DeviceRequest | N
     """
     # Flags.of froze a list into a tuple: show it as the list the user wrote.
     shown = list(value) if isinstance(value, tuple) else value
-    source = f"{flag}={shown!r}"
+    source = f"{flag}={safe_repr(shown)}"
     if value is None:
         return None
     if isinstance(value, bool):

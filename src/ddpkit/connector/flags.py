@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.utilities.reprs import safe_repr
+
 __all__ = ["DEVICE_FLAGS", "Flags", "format_call", "is_given"]
 
 #: the Trainer keywords the connector resolves, in the order messages show them: the order
@@ -44,7 +46,9 @@ def format_call(values: Mapping[str, Any], head: str = "Trainer") -> str:
     """``Trainer(accelerator='ddp_cpu', num_processes=2)``: the flags the user gave, each as
     written (``repr``), in :data:`DEVICE_FLAGS` order."""
     parts = [
-        f"{name}={values[name]!r}" for name in DEVICE_FLAGS if is_given(name, values.get(name))
+        f"{name}={safe_repr(values[name])}"
+        for name in DEVICE_FLAGS
+        if is_given(name, values.get(name))
     ]
     return f"{head}({', '.join(parts)})"
 

@@ -13,6 +13,7 @@ from ddpkit.connector.types import AcceleratorName, LauncherName, PrecisionName,
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["Choice", "Plan", "PlanWarning"]
 
@@ -81,7 +82,8 @@ class Plan:
     def rows(self) -> list[tuple[str, str, str]]:
         """(field, value, reason) rows, in the order ``ddpkit explain`` prints them."""
         tt = self.training_type
-        tt_value = repr(self.training_type_instance) if self.training_type_instance else tt.value
+        instance = self.training_type_instance
+        tt_value = safe_repr(instance) if instance is not None else tt.value
         if self.training_type_options:
             opts = ", ".join(f"{k}={v!r}" for k, v in self.training_type_options.items())
             tt_value = f"{tt.value}({opts})"

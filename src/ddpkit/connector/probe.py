@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import types
 from collections.abc import Mapping
@@ -33,6 +34,10 @@ class Probe:
     cpu_count: int = 1
     """Cores this process may run on."""
 
+    mpi4py_available: bool = False
+    """mpi4py can be imported (not imported: that would initialize MPI). An MPI job without
+    MASTER_ADDR/MASTER_PORT needs it to learn where rank 0 listens."""
+
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; spawned ranks get a plain copy.
         return (
@@ -43,6 +48,7 @@ class Probe:
                 dict(self.env),
                 self.interactive,
                 self.cpu_count,
+                self.mpi4py_available,
             ),
         )
 
@@ -58,6 +64,7 @@ class Probe:
             env=types.MappingProxyType(dict(os.environ)),
             interactive=_is_interactive(),
             cpu_count=_usable_cores(),
+            mpi4py_available=importlib.util.find_spec("mpi4py") is not None,
         )
 
 
@@ -67,6 +74,7 @@ def _rebuild(
     env: dict[str, str],
     interactive: bool,
     cpu_count: int,
+    mpi4py_available: bool,
 ) -> Probe:
     return Probe(
         cuda_available=cuda_available,
@@ -74,6 +82,7 @@ def _rebuild(
         env=types.MappingProxyType(env),
         interactive=interactive,
         cpu_count=cpu_count,
+        mpi4py_available=mpi4py_available,
     )
 
 

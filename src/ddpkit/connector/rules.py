@@ -30,12 +30,16 @@ from ddpkit.connector.types import (
 )
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.kubeflow import KubeflowEnvironment
 from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
+from ddpkit.plugins.environments.lsf import LSFEnvironment
+from ddpkit.plugins.environments.mpi import MPIEnvironment
 from ddpkit.plugins.environments.slurm import SLURMEnvironment, slurm_local_reason, srun_warning
 from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 
 __all__ = [
     "ENVIRONMENT_DETECTION",
+    "built_environment",
     "choose_accelerator",
     "choose_backend",
     "choose_devices",
@@ -49,13 +53,28 @@ __all__ = [
 #: Who started this process, in order of precedence. The user's own environment instance
 #: (``plugins=[MyEnvironment()]``) comes before all of these; LocalEnvironment after all.
 ENVIRONMENT_DETECTION: tuple[type[ClusterEnvironment], ...] = (
-    # torchrun exports RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK and LOCAL_WORLD_SIZE to each
-    # worker. It is checked first: torchrun inside a SLURM allocation is torchrun's job.
+    # torchrun (and `ddpkit run`) export RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK and
+    # LOCAL_WORLD_SIZE to each worker. It is checked first: torchrun inside a SLURM allocation
+    # or an LSF job is torchrun's job.
     TorchElasticEnvironment,
+    # LSF's jsrun: LSB_JOBID, LSB_DJOB_RANKFILE, JSM_NAMESPACE_LOCAL_RANK and _SIZE (as in
+    # Lightning 2.x). Before MPI: jsrun runs IBM Spectrum MPI, an Open MPI, whose variables its
+    # tasks carry too.
+    LSFEnvironment,
+    # mpirun / mpiexec: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (Open MPI) or PMI_RANK/PMI_SIZE/
+    # MPI_LOCALRANKID (MPICH's Hydra), world size > 1. Before SLURM, unlike Lightning 2.x: an
+    # mpirun inside a SLURM job starts its daemons on the other nodes with srun, so its ranks
+    # there carry that srun step's SLURM_STEP_ID and task count (one per node), not theirs.
+    # `srun --mpi=pmi2` sets PMI_RANK/PMI_SIZE but no local rank: SLURM's, below.
+    MPIEnvironment,
     # srun exports SLURM_STEP_ID and SLURM_STEP_NUM_TASKS to the tasks of a step; detected for a
     # step of several tasks. A batch script has no step id; a one-task step leaves its ranks to
     # ddpkit (slurm_local_reason says which, in the plan).
     SLURMEnvironment,
+    # Kubeflow's PyTorchJob: KUBERNETES_PORT, MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and none
+    # of torchrun's variables (Lightning 1.x's rule; 2.x detects it no more, see
+    # docs/flags.md). Last: only a pod's process has KUBERNETES_PORT and the rest.
+    KubeflowEnvironment,
 )
 _ENVIRONMENT_CLASSES: tuple[type[ClusterEnvironment], ...] = (
     *ENVIRONMENT_DETECTION,
@@ -154,16 +173,24 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     if "NODE_RANK" in env:
         given = ", ".join(f"{k}={env[k]}" for k in RENDEZVOUS_VARIABLES if k in env)
         return Choice("local", f"{given}: one node of several; ddpkit starts the ranks of this one")
-    return Choice("local", "no torchrun or SLURM variables: ddpkit starts the ranks")
+    return Choice(
+        "local", "no torchrun, SLURM, MPI, LSF or Kubeflow variables: ddpkit starts the ranks"
+    )
 
 
-def environment_of(
-    req: Request, environment: Choice[str], env: Mapping[str, str]
-) -> ClusterEnvironment:
-    """The environment instance the plan names (the user's, or one built to read ``env``)."""
+def environment_of(req: Request, environment: Choice[str], probe: Probe) -> ClusterEnvironment:
+    """The environment instance the plan names (the user's, or one built to read the probe's
+    environment)."""
     if req.environment_instance is not None:
         return req.environment_instance
-    return _BUILT_ENVIRONMENTS[environment.value](env)
+    return built_environment(environment.value, probe)
+
+
+def built_environment(name: str, probe: Probe) -> ClusterEnvironment:
+    """The environment ddpkit builds for the plan's ``name``, reading the probe's snapshot."""
+    if name == MPIEnvironment.name:
+        return MPIEnvironment(probe.env, mpi4py=probe.mpi4py_available)
+    return _BUILT_ENVIRONMENTS[name](probe.env)
 
 
 def _single(req: Request, world_size: int) -> None:
@@ -306,7 +333,7 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     nodes = Choice(num_nodes, req.num_nodes_source)
     world_size = check_world_size(req.call, len(devices.value), num_nodes)
     environment = choose_environment(req, probe.env)
-    env_instance = environment_of(req, environment, probe.env)
+    env_instance = environment_of(req, environment, probe)
     env_instance.validate(len(devices.value), num_nodes, req.call)
     external = bool(env_instance.creates_processes_externally)
     training_type, ambiguous = choose_training_type(

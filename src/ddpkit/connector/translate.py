@@ -28,31 +28,11 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.spellings import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS
+from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
 __all__ = ["ACCELERATOR_NAMES", "LEGACY_ACCELERATORS", "PRECISIONS", "Request", "translate"]
-
-#: Names users may pass as ``accelerator=`` and what ddpkit does with each.
-ACCELERATOR_NAMES = ("auto", "cpu", "cuda", "gpu")
-#: Legacy accelerator strings: (accelerator, training type). ``None`` = decided by other flags;
-#: "ddp_cpu" leaves the launcher open: its old default (spawn) is what is ambiguous.
-LEGACY_ACCELERATORS: dict[str, tuple[str | None, str | None]] = {
-    "ddp_cpu": ("cpu", None),
-    "ddp_cpu_spawn": ("cpu", "ddp_spawn"),
-    "ddp": (None, "ddp"),
-    "ddp_spawn": (None, "ddp_spawn"),
-}
-PRECISIONS = {
-    "32": "32-true",
-    "32-true": "32-true",
-    "64": "64-true",
-    "64-true": "64-true",
-    "double": "64-true",
-    "16": "16-mixed",
-    "16-mixed": "16-mixed",
-    "bf16": "bf16-mixed",
-    "bf16-mixed": "bf16-mixed",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,10 +83,11 @@ def _accelerator(call: str, value: Any) -> _Accelerator:
         name = getattr(type(value), "name", None)
         if name not in ("cpu", "gpu"):
             raise MisconfigurationError(
-                f"{call}: accelerator={value!r} is an Accelerator ddpkit cannot run: ddpkit runs "
+                f"{call}: accelerator={safe_repr(value)} is an Accelerator ddpkit cannot run: "
+                "ddpkit runs "
                 f"on CPUs and CUDA GPUs. Fix: subclass CPUAccelerator or GPUAccelerator."
             )
-        return _Accelerator(str(name), f"accelerator={value!r}", instance=value)
+        return _Accelerator(str(name), f"accelerator={safe_repr(value)}", instance=value)
     if value is None:
         return _Accelerator("auto", "default")
     if not isinstance(value, str):
@@ -114,10 +95,11 @@ def _accelerator(call: str, value: Any) -> _Accelerator:
             f"{call}: accelerator must be a name or an Accelerator, not {type(value).__name__}. "
             f"Choose one of {choices(ACCELERATOR_NAMES)}."
         )
-    name, source = value.strip().lower(), f"accelerator={value!r}"
+    name, source = value.strip().lower(), f"accelerator={safe_repr(value)}"
     if name in UNSUPPORTED:
         raise MisconfigurationError(
-            f"{call}: accelerator={value!r} is not supported: {UNSUPPORTED[name]}. Choose one "
+            f"{call}: accelerator={safe_repr(value)} is not supported: {UNSUPPORTED[name]}. "
+            "Choose one "
             f"of {choices(ACCELERATOR_NAMES)} (legacy: {choices(LEGACY_ACCELERATORS)})."
         )
     if name in LEGACY_ACCELERATORS:
@@ -128,7 +110,8 @@ def _accelerator(call: str, value: Any) -> _Accelerator:
         return _Accelerator("gpu" if name == "cuda" else name, source)
     known = (*ACCELERATOR_NAMES, *LEGACY_ACCELERATORS)
     raise MisconfigurationError(
-        f"{call}: unknown accelerator={value!r}{did_you_mean(value, known)}. Choose one of "
+        f"{call}: unknown accelerator={safe_repr(value)}{did_you_mean(value, known)}. Choose one "
+        "of "
         f"{choices(ACCELERATOR_NAMES)} (legacy: {choices(LEGACY_ACCELERATORS)})."
     )
 
@@ -138,7 +121,7 @@ def _count_flag(call: str, name: str, value: Any, limit: int) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
         raise MisconfigurationError(
-            f"{call}: {name}={value!r} must be an int from 1 to {limit}. Fix: {name}=2."
+            f"{call}: {name}={safe_repr(value)} must be an int from 1 to {limit}. Fix: {name}=2."
         )
     return value
 
@@ -166,7 +149,9 @@ def _devices(call: str, flags: Flags, acc: _Accelerator, tt: Any) -> tuple[Any, 
     gpus = parse_device_spelling(call, "gpus", flags.gpus)
     nproc_count = _count_flag(call, "num_processes", flags.num_processes, MAX_PROCESSES_PER_NODE)
     nproc = (
-        DeviceRequest("count", count=nproc_count, source=f"num_processes={flags.num_processes!r}")
+        DeviceRequest(
+            "count", count=nproc_count, source=f"num_processes={safe_repr(flags.num_processes)}"
+        )
         if nproc_count is not None
         else None
     )
@@ -205,7 +190,7 @@ def _num_nodes(call: str, flags: Flags, instance: TrainingTypePlugin | None, sou
             f"pass only one of them."
         )
     if given is not None:
-        return given, f"num_nodes={flags.num_nodes!r}"
+        return given, f"num_nodes={safe_repr(flags.num_nodes)}"
     if from_plugin is not None:
         return from_plugin, f"{source}.num_nodes"
     return None, "default"
@@ -220,36 +205,39 @@ def _precision(call: str, flags: Flags, instance: PrecisionPlugin | None) -> tup
         if isinstance(value, bool) or key not in PRECISIONS:
             shown = sorted(set(PRECISIONS.values()))
             raise MisconfigurationError(
-                f"{call}: precision={value!r} is not supported"
+                f"{call}: precision={safe_repr(value)} is not supported"
                 f"{did_you_mean(str(value), PRECISIONS)}. Choose one of {choices(shown)}."
             )
-        precision, source = PRECISIONS[key], f"precision={value!r}"
+        precision, source = PRECISIONS[key], f"precision={safe_repr(value)}"
     if instance is None:
         return precision, source
     if source != "default" and precision != instance.precision:
         raise MisconfigurationError(
-            f"{call}: precision={value!r} and plugins=[{instance!r}] disagree. Fix: pass one "
+            f"{call}: precision={safe_repr(value)} and plugins=[{safe_repr(instance)}] disagree. "
+            "Fix: pass one "
             f"of them."
         )
-    return instance.precision, f"plugins=[{instance!r}]"
+    return instance.precision, f"plugins=[{safe_repr(instance)}]"
 
 
 def _sync_batchnorm(call: str, flags: Flags, instance: TrainingTypePlugin | None) -> Any:
     value = flags.sync_batchnorm
     if value is not None and not isinstance(value, bool):
         raise MisconfigurationError(
-            f"{call}: sync_batchnorm={value!r} must be True or False. Fix: sync_batchnorm=True."
+            f"{call}: sync_batchnorm={safe_repr(value)} must be True or False. Fix: "
+            "sync_batchnorm=True."
         )
     from_plugin = instance.given.sync_batchnorm if instance is not None else None
     if value is True and from_plugin is False:
         raise MisconfigurationError(
-            f"{call}: sync_batchnorm=True and {instance!r}'s sync_batchnorm=False disagree. "
+            f"{call}: sync_batchnorm=True and {safe_repr(instance)}'s sync_batchnorm=False "
+            "disagree. "
             f"Fix: pass only one of them."
         )
     if value is True:
         return True, "sync_batchnorm=True"
     if from_plugin is not None:
-        return from_plugin, f"{instance!r}.sync_batchnorm"
+        return from_plugin, f"{safe_repr(instance)}.sync_batchnorm"
     return False, "default"
 
 
@@ -258,11 +246,12 @@ def _environment(call: str, plugins: Sorted, tt: TrainingTypePlugin | None, sour
     given = plugins.environment
     if given is not None and from_plugin is not None and given is not from_plugin:
         raise MisconfigurationError(
-            f"{call}: plugins=[{given!r}] and {source}'s cluster_environment={from_plugin!r} "
+            f"{call}: plugins=[{safe_repr(given)}] and {source}'s "
+            f"cluster_environment={safe_repr(from_plugin)} "
             f"are two environments. Fix: pass one of them."
         )
     if given is not None:
-        return given, f"plugins=[{given!r}]"
+        return given, f"plugins=[{safe_repr(given)}]"
     if from_plugin is not None:
         return from_plugin, f"{source}.cluster_environment"
     return None, ""

@@ -12,7 +12,11 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.plugins.training_type.single_device import SingleDevicePlugin
+from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
 __all__ = ["Sorted", "TrainingTypeAsk", "UNSUPPORTED", "sort_plugins", "training_type_from"]
@@ -60,7 +64,8 @@ def _environment(call: str, plugin: ClusterEnvironment) -> None:
     missing = type(plugin).missing_methods()
     if missing:
         raise MisconfigurationError(
-            f"{call}: plugins=[{plugin!r}] is a ClusterEnvironment that does not implement "
+            f"{call}: plugins=[{safe_repr(plugin)}] is a ClusterEnvironment that does not "
+            "implement "
             f"{', '.join(missing)}. Fix: implement them (either spelling of each pair), or "
             f"subclass LocalEnvironment, TorchElasticEnvironment or SLURMEnvironment."
         )
@@ -69,7 +74,8 @@ def _environment(call: str, plugin: ClusterEnvironment) -> None:
 def _precision(call: str, plugin: PrecisionPlugin) -> None:
     if plugin.precision not in _KNOWN_PRECISIONS:
         raise MisconfigurationError(
-            f"{call}: plugins=[{plugin!r}] has precision={plugin.precision!r}, which ddpkit "
+            f"{call}: plugins=[{safe_repr(plugin)}] has precision={safe_repr(plugin.precision)}, "
+            "which ddpkit "
             f"does not run. Fix: subclass a precision plugin of {choices(_KNOWN_PRECISIONS)}."
         )
 
@@ -85,7 +91,8 @@ def _add(call: str, out: Sorted, plugin: Any, source: str) -> None:
         _environment(call, plugin)
         if out.environment is not None and out.environment is not plugin:
             raise MisconfigurationError(
-                f"{call}: two cluster environments, {out.environment!r} and {plugin!r}. "
+                f"{call}: two cluster environments, {safe_repr(out.environment)} and "
+                f"{safe_repr(plugin)}. "
                 f"Fix: pass one."
             )
         out.environment = plugin
@@ -93,7 +100,8 @@ def _add(call: str, out: Sorted, plugin: Any, source: str) -> None:
         _precision(call, plugin)
         if out.precision is not None and out.precision is not plugin:
             raise MisconfigurationError(
-                f"{call}: two precision plugins, {out.precision!r} and {plugin!r}. Fix: pass one."
+                f"{call}: two precision plugins, {safe_repr(out.precision)} and "
+                f"{safe_repr(plugin)}. Fix: pass one."
             )
         out.precision = plugin
     else:
@@ -108,7 +116,7 @@ def _strategy(call: str, out: Sorted, strategy: Any) -> None:
     if strategy is None:
         return
     if isinstance(strategy, TrainingTypePlugin):
-        out.training_types.insert(0, (f"strategy={strategy!r}", strategy, False))
+        out.training_types.insert(0, (f"strategy={safe_repr(strategy)}", strategy, False))
         return
     if not isinstance(strategy, str):
         raise MisconfigurationError(
@@ -120,24 +128,25 @@ def _strategy(call: str, out: Sorted, strategy: Any) -> None:
     key = strategy.lower()
     if key in _UNSUPPORTED_STRATEGIES:
         raise MisconfigurationError(
-            f"{call}: strategy={strategy!r} is not supported: {_UNSUPPORTED_STRATEGIES[key]}. "
+            f"{call}: strategy={safe_repr(strategy)} is not supported: "
+            f"{_UNSUPPORTED_STRATEGIES[key]}. "
             f"Choose one of {choices(TRAINING_TYPES)}."
         )
     if strategy not in TRAINING_TYPES:
-        raise _unknown_training_type(call, f"strategy={strategy!r}", strategy)
-    out.training_types.insert(0, (f"strategy={strategy!r}", strategy, False))
+        raise _unknown_training_type(call, f"strategy={safe_repr(strategy)}", strategy)
+    out.training_types.insert(0, (f"strategy={safe_repr(strategy)}", strategy, False))
 
 
 def sort_plugins(call: str, flags: Flags, accelerator: Accelerator | None) -> Sorted:
     """Sort ``plugins=[...]``, ``strategy=`` and a 1.x accelerator's own plugins by axis."""
     out = Sorted()
     for plugin in flags.plugins:
-        _add(call, out, plugin, f"plugins=[{plugin!r}]")
+        _add(call, out, plugin, f"plugins=[{safe_repr(plugin)}]")
     if accelerator is not None:
         for attr in ("training_type_plugin", "precision_plugin"):
             carried = getattr(accelerator, attr, None)
             if carried is not None:
-                _add(call, out, carried, f"accelerator={accelerator!r}.{attr}")
+                _add(call, out, carried, f"accelerator={safe_repr(accelerator)}.{attr}")
     _strategy(call, out, flags.strategy)
     if len(out.training_types) > 1:
         (first, _, _), (second, _, _) = out.training_types[:2]
@@ -159,6 +168,32 @@ class TrainingTypeAsk:
     from_plugins_string: bool
 
 
+def _instance_kind(call: str, source: str, instance: TrainingTypePlugin) -> str:
+    """The kind a training-type object is launched as, from its class (a DDPPlugin subclass
+    re-runs the script, a DDPSpawnPlugin subclass spawns, any other runs in this process); a
+    ``name`` that claims another kind is refused (it would be a launch no class implements)."""
+    if isinstance(instance, DDPSpawnPlugin):
+        kind = "ddp_spawn"
+    elif isinstance(instance, DDPPlugin):
+        kind = "ddp"
+    elif isinstance(instance, SingleDevicePlugin):
+        kind = "single_device"
+    else:
+        kind = "custom"
+    if kind == "custom" and instance.name == "single_device":
+        return kind  # one process either way
+    if instance.name != kind:
+        name = type(instance).__name__
+        raise MisconfigurationError(
+            f"{call}: {source} says name = {safe_repr(instance.name)}, but {name} is a "
+            f"{'direct TrainingTypePlugin subclass' if kind == 'custom' else kind + ' class'}, "
+            f"which ddpkit runs as {kind!r}: only DDPPlugin subclasses re-run the script for "
+            f"their ranks and only DDPSpawnPlugin subclasses spawn them. Fix: subclass DDPPlugin "
+            f"(or DDPSpawnPlugin) for DDP, or drop the name attribute from {name}."
+        )
+    return kind
+
+
 def training_type_from(
     call: str, plugins: Sorted, legacy_tt: str | None, accelerator_source: str
 ) -> TrainingTypeAsk:
@@ -171,13 +206,14 @@ def training_type_from(
         entry = TRAINING_TYPES[chosen]
         kind, options, instance = entry.kind, dict(entry.options), None
     else:
-        kind, options, instance = chosen.name, {}, chosen
+        kind, options, instance = _instance_kind(call, source, chosen), {}, chosen
     # A legacy accelerator word may come with a plugin of the same kind (common in 1.x:
     # accelerator="ddp", plugins=[DDPPlugin(...)]); "ddp_cpu" only ever meant "several CPU
     # processes", so any training type refines it.
     if legacy_tt is not None and legacy_tt != kind:
         raise MisconfigurationError(
-            f"{call}: {accelerator_source} asks for {legacy_tt!r}, but {source} is {kind!r}. "
+            f"{call}: {accelerator_source} asks for {safe_repr(legacy_tt)}, but {source} is "
+            f"{safe_repr(kind)}. "
             f"Fix: pass accelerator='cpu' or 'gpu' and keep {source}."
         )
     return TrainingTypeAsk(kind, options, source, instance, from_string)

@@ -11,6 +11,7 @@ from torch import nn
 
 from ddpkit.core.hooks import CheckpointHooks, DataHooks, ModelHooks
 from ddpkit.core.hparams import HyperparametersMixin
+from ddpkit.core.metric_logging import MetricLogging
 from ddpkit.core.protocols import MetricSink, TrainerProtocol
 from ddpkit.core.saving import HPARAMS_KEY, restore_module
 from ddpkit.errors import MisconfigurationError
@@ -22,7 +23,9 @@ M = TypeVar("M", bound="Module")
 _CLIP_ALGORITHMS = ("norm", "value")
 
 
-class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module):
+class Module(
+    MetricLogging, HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module
+):
     """Subclass it and implement ``training_step`` and ``configure_optimizers``.
 
     Every LightningModule hook exists here with Lightning's name and signature (the loop calls
@@ -179,45 +182,6 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
             torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
         else:
             torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
-
-    # -- logging -------------------------------------------------------------------------------
-
-    def log(
-        self,
-        name: str,
-        value: Any,
-        prog_bar: bool = False,
-        logger: bool = True,
-        on_step: bool | None = None,
-        on_epoch: bool | None = None,
-        sync_dist: bool = False,
-        reduce_fx: str = "mean",
-        batch_size: int | None = None,
-        **ignored: Any,
-    ) -> None:
-        """Record a metric. In ``training_step`` it defaults to every step; in evaluation to the
-        epoch mean. ``sync_dist=True`` reduces it across ranks (``reduce_fx``: mean, sum, max,
-        min) so every rank sees the same value. Lightning's other keywords (``rank_zero_only``,
-        ``add_dataloader_idx``, ``enable_graph``, ``metric_attribute``, ``sync_dist_group``) are
-        accepted and change nothing here."""
-        sink = self._metric_sink
-        if sink is None:
-            return
-        sink.log(
-            name,
-            value,
-            prog_bar=prog_bar,
-            logger=logger,
-            on_step=on_step,
-            on_epoch=on_epoch,
-            sync_dist=sync_dist,
-            reduce_fx=reduce_fx,
-            batch_size=batch_size,
-        )
-
-    def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
-        for name, value in dictionary.items():
-            self.log(name, value, **kwargs)
 
     # -- checkpoints ---------------------------------------------------------------------------
 

@@ -18,8 +18,10 @@ class Launcher(ABC):
     name: str = "base"
 
     @abstractmethod
-    def launch(self, fn: Callable[..., R], *args: Any) -> R:
-        """Run ``fn(*args)`` on every local rank; return what it returned on rank zero."""
+    def launch(self, fn: Callable[..., R], *args: Any, max_restarts: int = 0) -> R:
+        """Run ``fn(*args)`` on every local rank; return what it returned on rank zero. When a
+        rank fails, the job ends; with ``max_restarts``, it then starts again on new ranks, up
+        to that many times (:mod:`ddpkit.launchers.restart`)."""
 
     #: True when the ranks run in other processes and the launching process only waits: the
     #: trainer then adopts rank zero's results (weights, metrics, counters) from the return value.

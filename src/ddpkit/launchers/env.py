@@ -62,11 +62,12 @@ def rank_env(
     parent_pid: int,
     error_file: str | None = None,
     stage_file: str | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``base`` plus the rank variables (:data:`ddpkit.ranks.names.RANK_VARIABLES`) and, when
-    given, where the rank reports its failure and counts its stages. GPU ids are never set
-    here: each rank picks its device by ``LOCAL_RANK``, and CPU ranks must not see a
-    ``CUDA_VISIBLE_DEVICES`` they did not have."""
+    given, where the rank reports its failure and counts its stages, and ``extra`` (the job's
+    key, a restart's attempt). GPU ids are never set here: each rank picks its device by
+    ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have."""
     env = dict(base)
     env.update(
         {
@@ -82,4 +83,5 @@ def rank_env(
         env[ENV_ERROR_FILE] = error_file
     if stage_file is not None:
         env[ENV_STAGE_FILE] = stage_file
+    env.update(extra or {})
     return env

@@ -17,12 +17,22 @@ from types import ModuleType
 from ddpkit.errors import LaunchError
 from ddpkit.ranks.names import ENV_ISOLATED_TEST
 
-__all__ = ["PLUGIN", "check_not_a_pytest_session", "is_pytest_session"]
+__all__ = ["PLUGIN", "check_not_a_pytest_session", "is_pytest_session", "remember_isolated_test"]
 #: The module name of ddpkit's pytest plugin, as ``-p`` takes it.
 PLUGIN = "ddpkit.testing.pytest_plugin"
 
 _PYTEST_MAINS = frozenset({"pytest", "pytest.__main__", "py.test"})
 _PYTEST_SCRIPTS = frozenset({"pytest", "py.test", "pytest.exe", "py.test.exe"})
+
+#: Set by ddpkit's pytest plugin in an isolated test's process: the test is marked, so a
+#: missing :data:`ENV_ISOLATED_TEST` later means the test cleared ``os.environ`` itself.
+_isolated = False
+
+
+def remember_isolated_test() -> None:
+    """Called by ddpkit's pytest plugin when this process becomes an isolated test's."""
+    global _isolated
+    _isolated = True
 
 
 def is_pytest_session(main: ModuleType | None, modules: Mapping[str, ModuleType]) -> bool:
@@ -48,6 +58,17 @@ def check_not_a_pytest_session(env: Mapping[str, str] | None = None) -> None:
     if not is_pytest_session(sys.modules.get("__main__"), sys.modules):
         return
     command = " ".join(getattr(sys, "orig_argv", sys.argv)[1:]) or "pytest"
+    if _isolated:
+        # Marked and isolated, but the variables are gone: every rank would read an emptied
+        # environment (rank 1 would take itself for rank 0 and start ranks of its own).
+        raise LaunchError(
+            f"DDPPlugin starts the other ranks by re-running this process's command line (python "
+            f"{command}), and this @pytest.mark.standalone test removed the variables that make "
+            f"each rank run it as that test's rank ({ENV_ISOLATED_TEST} and the rank variables) "
+            f"from os.environ (mock.patch.dict(os.environ, {{...}}, clear=True)?). Fix: patch "
+            f"without clear=True, or start from a copy: mock.patch.dict(os.environ, "
+            f"{{**os.environ, ...}}, clear=True)."
+        )
     if PLUGIN in sys.modules:
         fix = (
             "Fix: mark the test @pytest.mark.standalone: ddpkit's pytest plugin (loaded here) "

@@ -51,11 +51,14 @@ from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
 from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
-from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
+from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
+from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
+from ddpkit.tracebacks import install_folding_hook
 
-__all__ = ["ScriptJob", "job_for"]
+__all__ = ["ScriptJob", "job_for", "retire_job"]
 
 R = TypeVar("R")
 _WHAT = "DDP (subprocess launcher)"
@@ -70,7 +73,15 @@ def _is_consequence(exc: BaseException) -> bool:
 class ScriptJob:
     """The children of this script and their supervision; see the module docstring."""
 
-    def __init__(self, plugin: DDPPlugin, command: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        plugin: DDPPlugin,
+        command: Callable[[], list[str]],
+        attempt: Attempt | None = None,
+        skip: int = 0,
+    ) -> None:
+        """``attempt``: the restart this job is; ``skip``: how many of the script's stages
+        ended in earlier jobs (the children are told both)."""
         env = launchable_environment(plugin)  # checks the rendezvous before the command
         argv = command()  # raises before anything starts when there is nothing to re-run
         self.num_processes = plugin.num_processes
@@ -94,7 +105,11 @@ class ScriptJob:
                 port = self.host.port
             else:
                 port = env.main_port()
-            self.rendezvous = Rendezvous(env.main_address(), port, self.host)
+            # The job's keys in the store, under a prefix only its ranks know.
+            self.rendezvous = Rendezvous(env.main_address(), port, self.host, key=new_key())
+            self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
+            if skip:
+                self.child_extra[ENV_SKIP_STAGES] = str(skip)
             # A launcher that was SIGKILLed could not remove its directory: the next launch does.
             sweep_stale_dirs()
             self.tmpdir = make_private_dir()  # mode 0700, files 0600
@@ -104,6 +119,7 @@ class ScriptJob:
             self.signals.close()
             raise
         self.supervisor = Supervisor(handles, self.record_of, what=_WHAT, rank_zero=self.rank_zero)
+        install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         self._previous_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.at_exit)
@@ -114,42 +130,22 @@ class ScriptJob:
     # -- start ----------------------------------------------------------------------------------
 
     def _start_children(self, command: list[str]) -> list[PopenHandle]:
-        handles: list[PopenHandle] = []
-        base = dict(os.environ)
-        try:
-            for local_rank in range(1, self.num_processes):
-                rank = self.rank_zero.rank + local_rank
-                env = rank_env(
-                    base,
-                    main_address=self.rendezvous.address,
-                    main_port=self.rendezvous.port,
-                    world_size=self.world_size,
-                    node_rank=self.node_rank,
-                    local_rank=local_rank,
-                    parent_pid=os.getpid(),
-                    error_file=str(self._file(rank, "json")),
-                    stage_file=str(self._file(rank, "stages")),
-                )
-                try:
-                    proc = subprocess.Popen(
-                        command,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        preexec_fn=preexec_for_rank(os.getpid()),
-                    )
-                except OSError as err:
-                    raise LaunchError(
-                        f"could not start local rank {local_rank} ({' '.join(command)}): {err}. "
-                        f"Fix: check that the command runs on its own (the interpreter and the "
-                        f"script exist and are executable)."
-                    ) from err
-                handles.append(PopenHandle(rank=rank, proc=proc))
-        except BaseException:
-            Supervisor(handles, self.record_of, what=_WHAT).end_all(
-                "after rank 0 could not start all"
+        envs = {}
+        for local_rank in range(1, self.num_processes):
+            rank = self.rank_zero.rank + local_rank
+            envs[rank] = rank_env(
+                os.environ,
+                main_address=self.rendezvous.address,
+                main_port=self.rendezvous.port,
+                world_size=self.world_size,
+                node_rank=self.node_rank,
+                local_rank=local_rank,
+                parent_pid=os.getpid(),
+                error_file=str(self._file(rank, "json")),
+                stage_file=str(self._file(rank, "stages")),
+                extra=self.child_extra,
             )
-            raise
-        return handles
+        return _start_children(command, envs, self.record_of)
 
     def _file(self, rank: int, suffix: str) -> Path:
         if self.tmpdir is None:
@@ -182,7 +178,7 @@ class ScriptJob:
             try:
                 try:
                     self.interrupter.arm()
-                    with plugin.joining(self.rendezvous, self.on_rank_zero_stall):
+                    with plugin.joining(self.rendezvous, self.on_rank_zero_stall, self.stages):
                         result = fn(*args)
                 finally:
                     self.interrupter.disarm()
@@ -269,7 +265,7 @@ class ScriptJob:
         if exc is None or isinstance(exc, StageAbort):
             how = f"this process; interrupted by ddpkit after rank {root.rank} failed"
         elif is_peer_loss(exc):
-            how = f"this process; its collective failed when rank {root.rank} went away"
+            how = f"this process; ended by ddpkit after rank {root.rank} failed"
         else:
             how = f"this process; then failed: {first_line(exc)}"
         line = self.rank_zero.line(how)
@@ -310,6 +306,15 @@ class ScriptJob:
             sys.stderr.flush()
             os._exit(1)
 
+    def retire(self) -> None:
+        """A restart replaces this failed job (its children are ended): let go of the rest."""
+        self._watcher.join()
+        atexit.unregister(self.at_exit)
+        if sys.excepthook == self._excepthook:
+            sys.excepthook = self._previous_excepthook
+        self.close()
+        self.signals.close()
+
     def close(self) -> None:
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
@@ -318,15 +323,47 @@ class ScriptJob:
             self.host.close()
 
 
+def _start_children(
+    command: list[str], envs: dict[int, dict[str, str]], record_of: Callable[[int], Any]
+) -> list[PopenHandle]:
+    """Start one child per rank of ``envs`` (rank -> its environment); on any failure, end the
+    ones already started and raise."""
+    handles: list[PopenHandle] = []
+    try:
+        for rank, env in envs.items():
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=preexec_for_rank(os.getpid()),
+                )
+            except OSError as err:
+                raise LaunchError(
+                    f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): "
+                    f"{err}. Fix: check that the command runs on its own (the interpreter and "
+                    f"the script exist and are executable)."
+                ) from err
+            handles.append(PopenHandle(rank=rank, proc=proc))
+    except BaseException:
+        Supervisor(handles, record_of, what=_WHAT).end_all("after rank 0 could not start all")
+        raise
+    return handles
+
+
 _job: ScriptJob | None = None
+#: the stages of this script that ended in jobs that failed since (their children are gone)
+_stages_before = 0
 
 
-def job_for(plugin: DDPPlugin, command: Callable[[], list[str]]) -> ScriptJob:
-    """This script's job: started by its first launch; every later launch must ask for the same
-    ranks (the children re-run the whole script)."""
+def job_for(
+    plugin: DDPPlugin, command: Callable[[], list[str]], attempt: Attempt | None = None
+) -> ScriptJob:
+    """This script's job: started by its first launch (or a restart's, ``attempt``); every
+    later launch must ask for the same ranks (the children re-run the whole script)."""
     global _job
     if _job is None:
-        _job = ScriptJob(plugin, command)
+        _job = ScriptJob(plugin, command, attempt, skip=_stages_before)
         return _job
     if (_job.num_processes, _job.world_size) != (plugin.num_processes, plugin.world_size):
         raise LaunchError(
@@ -337,6 +374,17 @@ def job_for(plugin: DDPPlugin, command: Callable[[], list[str]]) -> ScriptJob:
             f"same devices and num_nodes to every Trainer of the script."
         )
     return _job
+
+
+def retire_job() -> None:
+    """Before a restart: the failed job goes; the next launch starts a new one, whose children
+    skip the stages that ended before the one that failed."""
+    global _job, _stages_before
+    if _job is None:
+        return
+    _stages_before += max(0, _job.stages - 1)
+    _job.retire()
+    _job = None
 
 
 def current_job() -> ScriptJob | None:

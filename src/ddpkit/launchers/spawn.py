@@ -24,17 +24,22 @@ from typing import Any, TypeVar
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
+from ddpkit.launchers.restart import run_attempts
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
+from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
 from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
 from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
-from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
-from ddpkit.ranks.rendezvous import Rendezvous, StoreHost
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_JOB_KEY, ENV_PARENT_PID
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
+from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
+from ddpkit.tracebacks import install_folding_hook
+from ddpkit.utilities import rng
 
 __all__ = ["SpawnLauncher", "check_main_guard"]
 
@@ -99,9 +104,14 @@ def _spawned_rank(
     # (and the rank's side of each stage watches the same parent).
     os.environ.update({**env, ENV_PARENT_PID: str(parent)})
     try:
-        plugin, fn, args = pickle.loads(Path(payload_file).read_bytes())
+        plugin, fn, args, parent_rng = pickle.loads(Path(payload_file).read_bytes())
+        # Every rank starts from the launching process's generators (as Lightning's spawn
+        # launcher does): the same run twice draws the same dropout masks, and so does a
+        # restart, which then sets the checkpoint's states before its first epoch.
+        rng.restore(rng.decode(parent_rng))
         host = StoreHost(sock) if sock is not None else None
-        rendezvous = Rendezvous(env["MASTER_ADDR"], int(env["MASTER_PORT"]), host)
+        key = env[ENV_JOB_KEY]
+        rendezvous = Rendezvous(env["MASTER_ADDR"], int(env["MASTER_PORT"]), host, key=key)
         with plugin.joining(rendezvous):
             result = fn(*args)
         if plugin.global_rank == 0:
@@ -109,7 +119,10 @@ def _spawned_rank(
 
             write_private(result_file, lambda fh: torch.save(result, fh))
     except BaseException as exc:
-        report_rank_failure(env[ENV_ERROR_FILE], exc)
+        if report_rank_failure(env[ENV_ERROR_FILE], exc) and not isinstance(exc, SystemExit):
+            # The launcher's report shows the traceback once; multiprocessing would print it
+            # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1.
+            raise SystemExit(1) from None
         raise
 
 
@@ -163,10 +176,17 @@ class SpawnLauncher(Launcher):
     def __init__(self, plugin: DDPSpawnPlugin) -> None:
         self.plugin = plugin
 
-    def launch(self, fn: Callable[..., R], *args: Any) -> R:
+    def launch(self, fn: Callable[..., R], *args: Any, max_restarts: int = 0) -> R:
         check_main_guard()
+        install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         env = launchable_environment(self.plugin)
         payload = self._pickle(fn, args)
+        # The parent does not train: a restart spawns every rank again, from the same payload.
+        result: R = run_attempts(lambda a: self._once(env, payload, a), max_restarts)
+        return result
+
+    def _once(self, env: ClusterEnvironment, payload: bytes, attempt: Attempt) -> Any:
+        """One attempt: its own directory, port, key and ranks, all gone when it returns."""
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
         sweep_stale_dirs()
         # Made first: from here on, the finally below removes it and closes the socket, whatever
@@ -191,14 +211,15 @@ class SpawnLauncher(Launcher):
                 host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
             port = host.port if host is not None else env.main_port()
             with signals:
+                extra = {ENV_JOB_KEY: new_key(), **attempt.env()}
                 start_in_lifetime_thread(
-                    lambda: self._start(handles, tmpdir, env.main_address(), port, host)
+                    lambda: self._start(handles, tmpdir, env.main_address(), port, host, extra)
                 )
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
                     host = None
                 self._supervise(supervisor, signals)
-            return _result(tmpdir / "result.pt")  # type: ignore[no-any-return]
+            return _result(tmpdir / "result.pt")
         finally:
             # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
             # the handlers), no rank outlives it and nothing is left on disk.
@@ -225,6 +246,7 @@ class SpawnLauncher(Launcher):
         address: str,
         port: int,
         host: StoreHost | None,
+        extra: dict[str, str],
     ) -> None:
         ctx = _context(self.plugin.start_method)
         node_rank, per_node = self.plugin.node_rank, self.plugin.num_processes
@@ -239,6 +261,7 @@ class SpawnLauncher(Launcher):
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
                 error_file=str(tmpdir / f"rank{rank}.json"),
+                extra=extra,
             )
             proc = ctx.Process(
                 target=_spawned_rank,
@@ -273,7 +296,7 @@ class SpawnLauncher(Launcher):
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
         buffer = io.BytesIO()
         try:
-            pickle.dump((self.plugin, fn, args), buffer)
+            pickle.dump((self.plugin, fn, args, rng.encode(rng.capture())), buffer)
         except Exception as err:
             raise LaunchError(
                 f"ddp_spawn pickles the module, the data loaders and the trainer into every "

@@ -33,8 +33,10 @@ from typing import Any, TypeVar
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.pytest_session import check_not_a_pytest_session
-from ddpkit.launchers.script_job import job_for
+from ddpkit.launchers.restart import run_attempts
+from ddpkit.launchers.script_job import job_for, retire_job
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.ranks.restart import Attempt, attempt_in_process
 from ddpkit.utilities.script import has_script
 
 __all__ = ["SubprocessLauncher", "child_command"]
@@ -72,7 +74,16 @@ class SubprocessLauncher(Launcher):
     def __init__(self, plugin: DDPPlugin) -> None:
         self.plugin = plugin
 
-    def launch(self, fn: Callable[..., R], *args: Any) -> R:
-        job = job_for(self.plugin, child_command)
+    def launch(self, fn: Callable[..., R], *args: Any, max_restarts: int = 0) -> R:
         stage = str(args[0]) if args else "fit"
-        return job.run(self.plugin, stage, fn, args)
+
+        def once(attempt: Attempt) -> R:
+            job = job_for(self.plugin, child_command, attempt)
+            if not max_restarts:
+                return job.run(self.plugin, stage, fn, args)
+            # This process is rank 0 and runs the attempt itself: it learns it in-process.
+            with attempt_in_process(attempt):
+                return job.run(self.plugin, stage, fn, args)
+
+        rank = self.plugin.node_rank * self.plugin.num_processes
+        return run_attempts(once, max_restarts, rank=rank, before_restart=retire_job)

@@ -1,9 +1,12 @@
 """Cluster environments across the two APIs: ddpkit's (which the connector resolves) and
 Lightning's (which Lightning's strategy runs with).
 
-The connector decides *which* environment runs (the user's, torchrun, SLURM or local); this module
-hands Lightning the matching object of its own. ddpkit's three built-in environments map to
-Lightning's three; any other environment is the user's own and is carried across as it is:
+The connector decides *which* environment runs (the user's, torchrun, SLURM, LSF, Kubeflow, MPI
+or local); this module hands Lightning the matching object of its own. ddpkit's built-in
+environments map to the Lightning classes that read the same variables, except MPI: Lightning's
+``MPIEnvironment`` needs mpi4py and asks MPI for every rank number, so ddpkit's (which reads them
+from the launcher's variables) answers Lightning through :class:`ToLightning`. Any other
+environment is the user's own and is carried across as it is:
 
 - a Lightning environment in ``plugins=[...]`` (1.x users wrote ``plugins=[SLURMEnvironment()]``)
   enters the connector as :class:`FromLightning` (Lightning's default ``LightningEnvironment``
@@ -19,9 +22,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lightning_fabric.plugins import ClusterEnvironment as LightningClusterEnvironment
+from lightning_fabric.plugins.environments.kubeflow import (
+    KubeflowEnvironment as LightningKubeflowEnvironment,
+)
 from lightning_fabric.plugins.environments.lightning import (
     LightningEnvironment as LightningsLightningEnvironment,
 )
+from lightning_fabric.plugins.environments.lsf import LSFEnvironment as LightningLSFEnvironment
 from lightning_fabric.plugins.environments.slurm import (
     SLURMEnvironment as LightningSLURMEnvironment,
 )
@@ -31,7 +38,9 @@ from lightning_fabric.plugins.environments.torchelastic import (
 
 from ddpkit.plugins.environments import (
     ClusterEnvironment,
+    KubeflowEnvironment,
     LocalEnvironment,
+    LSFEnvironment,
     SLURMEnvironment,
     TorchElasticEnvironment,
 )
@@ -43,6 +52,8 @@ _BUILT_IN: dict[type[ClusterEnvironment], type[LightningClusterEnvironment]] = {
     LocalEnvironment: LightningsLightningEnvironment,
     TorchElasticEnvironment: LightningTorchElasticEnvironment,
     SLURMEnvironment: LightningSLURMEnvironment,
+    KubeflowEnvironment: LightningKubeflowEnvironment,
+    LSFEnvironment: LightningLSFEnvironment,
 }
 
 
@@ -166,8 +177,9 @@ def from_lightning(environment: LightningClusterEnvironment) -> ClusterEnvironme
 
 def to_lightning(environment: ClusterEnvironment) -> LightningClusterEnvironment:
     """The Lightning environment that reads what ``environment`` reads: the user's own object
-    for a Lightning environment they passed, Lightning's class for ddpkit's three built-ins (by
-    exact type: a subclass of the user's has its own answers), else :class:`ToLightning`."""
+    for a Lightning environment they passed, Lightning's class for ddpkit's built-ins (by
+    exact type: a subclass of the user's has its own answers), else :class:`ToLightning`
+    (ddpkit's MPIEnvironment among them: see the module docstring)."""
     if isinstance(environment, FromLightning | LightningEnvironment):
         return environment.lightning
     lightning = _BUILT_IN.get(type(environment))

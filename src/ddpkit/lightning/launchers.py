@@ -25,10 +25,11 @@ from pytorch_lightning.strategies.launchers.multiprocessing import (
     _GlobalStateSnapshot,
     _MultiProcessingLauncher,
 )
-from pytorch_lightning.trainer.states import TrainerFn
+from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 
 from ddpkit.launchers import Launcher
-from ddpkit.ranks.protocol import rank_stage
+from ddpkit.lightning.restart import InProcessRestart, strategy_restarts
+from ddpkit.ranks.protocol import rank_stage, skip_stage
 
 __all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
 
@@ -39,9 +40,24 @@ def _stage_name(trainer: pl.Trainer | None) -> str:
     return str(fn.value) if fn is not None else "run"
 
 
-def _run_stage(stage: str, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """One stage on one rank (``stage`` only names it, for ddpkit's reports)."""
-    return function(*args, **kwargs)
+def _run_stage(
+    stage: str,
+    runner: InProcessRestart,
+    trainer: pl.Trainer | None,
+    function: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """One stage on rank 0, this process (``stage`` only names it, for ddpkit's reports); a
+    fit that restarts runs here once per attempt."""
+    return runner.run(trainer, function, args, kwargs)
+
+
+def _restarts(trainer: pl.Trainer | None) -> int:
+    """A fit restarts as often as its strategy says; the other stages do not."""
+    if trainer is None or trainer.state.fn != TrainerFn.FITTING:
+        return 0
+    return strategy_restarts(trainer.strategy)
 
 
 class SubprocessLauncher(_Launcher):
@@ -57,7 +73,16 @@ class SubprocessLauncher(_Launcher):
     def launch(
         self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
     ) -> Any:
-        return self.ddpkit.launch(_run_stage, _stage_name(trainer), function, args, kwargs)
+        return self.ddpkit.launch(
+            _run_stage,
+            _stage_name(trainer),
+            InProcessRestart(),
+            trainer,
+            function,
+            args,
+            kwargs,
+            max_restarts=_restarts(trainer),
+        )
 
     def kill(self, signum: Any) -> None:
         """Lightning asks on SIGTERM and Ctrl-C; ddpkit's supervisor already ends every rank
@@ -78,6 +103,13 @@ class RankLauncher(_Launcher):
     def launch(
         self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
     ) -> Any:
+        if skip_stage():
+            # A restarted job's child: this stage of the script ended before the failure.
+            if trainer is not None:
+                trainer.state.status = TrainerStatus.FINISHED
+                trainer.training = False
+            fn = trainer.state.fn if trainer is not None else None
+            return [] if fn in (TrainerFn.VALIDATING, TrainerFn.TESTING) else None
         with rank_stage():
             return function(*args, **kwargs)
 
@@ -119,8 +151,20 @@ class SpawnLauncher(_MultiProcessingLauncher):
         self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any
     ) -> Any:
         states = _GlobalStateSnapshot.capture() if self._start_method == "spawn" else None
+        restarts = _restarts(trainer)
+        if restarts and trainer is not None:
+            for logger in trainer.loggers:
+                getattr(logger, "version", None)  # resolved here: every attempt logs to it
         output = self.ddpkit.launch(
-            _run_spawned, _stage_name(trainer), self, trainer, function, args, kwargs, states
+            _run_spawned,
+            _stage_name(trainer),
+            self,
+            trainer,
+            function,
+            args,
+            kwargs,
+            states,
+            max_restarts=restarts,
         )
         if trainer is None or output is None:  # None: rank zero runs on another node
             return output

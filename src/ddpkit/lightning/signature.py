@@ -10,7 +10,7 @@ keyword the Trainer takes, with a type and a default:
 - each 1.x keyword Lightning 2.x removed (the shared table, :mod:`ddpkit.trainer.legacy_table`,
   device flags included), with its 1.x type and its last 1.x default — a value that asks for
   nothing, so a tool that passes every default gets the same Trainer as ``Trainer()``;
-- ``supervise``, ddpkit's own.
+- ``supervise`` and ``max_restarts``, ddpkit's own.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ DDPKIT_KEYWORDS: tuple[inspect.Parameter, ...] = (
     inspect.Parameter(
         "supervise", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=bool | None
     ),
+    inspect.Parameter("max_restarts", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=int),
 )
 
 _DDPKIT_PLUGIN = TrainingTypePlugin | ClusterEnvironment | PrecisionPlugin | str

@@ -38,6 +38,7 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.launchers import Launcher
 from ddpkit.lightning.environments import from_lightning
 from ddpkit.lightning.launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
+from ddpkit.lightning.restart import check_max_restarts
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 from ddpkit.ranks.names import ENV_PARENT_PID
 
@@ -53,8 +54,10 @@ class SupervisedDDPStrategy(DDPStrategy):
     ``start_method``: ``"popen"`` (the other ranks re-run the script, ddpkit's ``DDPPlugin``) or
     ``"spawn"`` / ``"fork"`` / ``"forkserver"`` (``DDPSpawnPlugin``). ``timeout`` (seconds or a
     ``timedelta``; default 30 minutes) is ddpkit's stall timeout; the process group's own timeout
-    is 30 s longer, as a backstop. Every other keyword goes to ``DDPStrategy`` and from there to
-    ``DistributedDataParallel`` (``find_unused_parameters``, ``static_graph``, ...).
+    is 30 s longer, as a backstop. ``max_restarts``: a fit whose rank fails starts again on new
+    ranks, from the newest complete checkpoint, up to that many times (docs/reliability.md).
+    Every other keyword goes to ``DDPStrategy`` and from there to ``DistributedDataParallel``
+    (``find_unused_parameters``, ``static_graph``, ...).
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class SupervisedDDPStrategy(DDPStrategy):
         start_method: str = "popen",
         timeout: datetime.timedelta | float | None = None,
         process_group_backend: str | None = None,
+        max_restarts: int = 0,
         **kwargs: Any,
     ) -> None:
         if start_method not in _START_METHODS:
@@ -75,6 +79,7 @@ class SupervisedDDPStrategy(DDPStrategy):
             process_group_backend=process_group_backend,
             **kwargs,
         )
+        self.max_restarts = check_max_restarts("SupervisedDDPStrategy", max_restarts)
         self._stall_timeout = timeout
         self._ddpkit: DDPPlugin | None = None
         self._ddpkit_launcher: Launcher | None = None

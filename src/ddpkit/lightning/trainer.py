@@ -13,15 +13,23 @@ import pytorch_lightning as pl
 from pytorch_lightning.loggers import CSVLogger
 
 from ddpkit.connector import Plan
-from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
+from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning import arguments
 from ddpkit.lightning.epoch_end import epoch_end_hooks
 from ddpkit.lightning.hooks import check_hooks
 from ddpkit.lightning.keywords import Rewrite
 from ddpkit.lightning.multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
+from ddpkit.lightning.restart import (
+    RestartConnector,
+    RestartState,
+    check_max_restarts,
+    strategy_restarts,
+)
 from ddpkit.lightning.signature import trainer_signature
+from ddpkit.lightning.supervised import SupervisedDDPStrategy
 from ddpkit.lightning.tips import quiet_tips
 from ddpkit.lightning.translate import translate
+from ddpkit.trainer.restart import check_restarts
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["Trainer"]
@@ -33,6 +41,28 @@ _STAGE_KEYWORDS = {
     "test": {"test_dataloaders": "dataloaders"},
     "predict": {},
 }
+
+
+def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
+    """``ddpkit.lightning.Trainer(max_restarts=N)``: checked (ranks ddpkit's launchers start on
+    this machine, supervised), handed to the strategy; every such Trainer gets the restart
+    callback (first) and connector, so that torchrun's restarted workers resume too."""
+    count = check_max_restarts("Trainer", max_restarts)
+    strategy = trainer.strategy
+    if count:
+        if plan is None or not isinstance(strategy, SupervisedDDPStrategy):
+            raise MisconfigurationError(
+                f"Trainer(max_restarts={count}): restarts need ddpkit's launchers, and this "
+                f"Trainer runs on Lightning's own ({type(strategy).__name__}). Fix: add "
+                f"supervise=True, or pass strategy=ddpkit.lightning.SupervisedDDPStrategy("
+                f"max_restarts={count})."
+            )
+        check_restarts(count, plan)
+        strategy.max_restarts = count
+    kept = bool(strategy_restarts(strategy)) and trainer.checkpoint_callback is None
+    callbacks: list[Any] = trainer.callbacks  # type: ignore[attr-defined]
+    callbacks.insert(0, RestartState(kept=kept))
+    trainer._checkpoint_connector = RestartConnector(trainer)
 
 
 class Trainer(pl.Trainer):
@@ -58,6 +88,7 @@ class Trainer(pl.Trainer):
 
     def __init__(self, **kwargs: Any) -> None:
         quiet_tips()
+        max_restarts = kwargs.pop("max_restarts", 0)  # ddpkit's own: docs/reliability.md
         translation = translate(kwargs)
         for message in translation.deprecations:
             rank_zero_warn(message, DDPKitDeprecationWarning)
@@ -71,6 +102,7 @@ class Trainer(pl.Trainer):
             translation.devices.call if translation.devices is not None else None
         )
         self._rewrite: Rewrite = translation.rewrite
+        _with_restarts(self, max_restarts, translation.plan)
         flush = translation.rewrite.flush_logs_every_n_steps
         if flush is not None:
             for logger in self.loggers:

@@ -19,13 +19,18 @@ from typing import Any
 
 import torch
 
+from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities.files import atomic_write
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = [
     "DummyExperiment",
     "FolderLogger",
     "Logger",
+    "check_folder_arguments",
+    "convert_params",
     "flatten_params",
+    "logger_call",
     "next_version",
     "scalar",
     "write_hparams",
@@ -81,11 +86,26 @@ def flatten_params(params: Mapping[str, Any] | Namespace, prefix: str = "") -> d
     return flat
 
 
+def convert_params(params: Mapping[str, Any] | Namespace | None) -> dict[str, Any]:
+    """Hyperparameters as a dict, every ``Namespace`` in them a dict too (what
+    ``hparams.yaml`` holds, nested as given)."""
+    if params is None:
+        return {}
+    if isinstance(params, Namespace):
+        params = vars(params)
+    return {
+        key: convert_params(value) if isinstance(value, Namespace) else value
+        for key, value in params.items()
+    }
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bool | int | float | str) or value is None:
         return value
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         return value.item()
+    if isinstance(value, Namespace):
+        return _jsonable(vars(value))
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -163,6 +183,52 @@ class Logger(ABC):
         """A checkpoint was written."""
 
 
+def check_folder_arguments(
+    call: str, save_dir: Any, name: Any, version: Any, prefix: Any = ""
+) -> None:
+    """What every folder logger checks when it is built: ``call`` is how the messages quote it
+    (``CSVLogger(save_dir=3)``)."""
+    if isinstance(save_dir, bytes) or not isinstance(save_dir, str | os.PathLike):
+        raise MisconfigurationError(
+            f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "
+            f"{call.split('(')[0]}('logs')."
+        )
+    if os.path.exists(save_dir) and not os.path.isdir(save_dir):
+        raise MisconfigurationError(
+            f"{call}: save_dir={os.fspath(save_dir)!r} is a file, not a folder. Fix: pass a "
+            f"folder (it is created if missing), e.g. its parent, "
+            f"{os.path.dirname(os.path.abspath(save_dir))!r}."
+        )
+    if name is not None and not isinstance(name, str):
+        raise MisconfigurationError(
+            f"{call}: name is the experiment's folder under save_dir, a str (None or '' for "
+            f"none). Fix: name='lightning_logs'."
+        )
+    bad_int = isinstance(version, bool) or (isinstance(version, int) and version < 0)
+    if bad_int or (version is not None and not isinstance(version, int | str)):
+        raise MisconfigurationError(
+            f"{call}: version is None (the next free version_N), an int ≥ 0 (version_<int>) "
+            f"or a folder name (str). Fix: version=None."
+        )
+    if not isinstance(prefix, str):
+        raise MisconfigurationError(f"{call}: prefix must be a str. Fix: prefix=''.")
+
+
+def logger_call(kind: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+    """``CSVLogger(save_dir='logs', name=3)``: the constructor call for messages, with the
+    arguments that differ from their defaults (safe reprs)."""
+
+    def is_default(name: str, value: Any) -> bool:
+        default = defaults.get(name, _NO_DEFAULT)
+        return value is default or (type(value) is type(default) and value == default)
+
+    shown = [f"{k}={safe_repr(v)}" for k, v in given.items() if not is_default(k, v)]
+    return f"{kind}({', '.join(shown)})"
+
+
+_NO_DEFAULT = object()
+
+
 class FolderLogger(Logger):
     """A logger that writes under ``<save_dir>/<name>/version_<N>`` (Lightning's layout):
     ``version=None`` takes the next free number when first asked, a string is the folder's own
@@ -175,6 +241,11 @@ class FolderLogger(Logger):
         self._save_dir = os.fspath(save_dir)
         self._name = name or ""
         self._version = version
+
+    def folders_to_write(self) -> list[str]:
+        """Where this logger will write (checked before a run starts: a file in the way or a
+        read-only folder is an error then, not after an epoch)."""
+        return [self.root_dir]
 
     @property
     def name(self) -> str:

@@ -14,7 +14,10 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.base import (
     DummyExperiment,
     FolderLogger,
+    check_folder_arguments,
+    convert_params,
     flatten_params,
+    logger_call,
     scalar,
     write_hparams,
 )
@@ -22,6 +25,7 @@ from ddpkit.loggers.base import (
 __all__ = ["TensorBoardLogger"]
 
 NAME_HPARAMS_FILE = "hparams.yaml"
+_DEFAULTS = {"name": "lightning_logs", "version": None, "prefix": ""}
 
 
 def _summary_writer() -> Any:
@@ -52,6 +56,19 @@ class TensorBoardLogger(FolderLogger):
         sub_dir: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> None:
+        given = {"save_dir": save_dir, "name": name, "version": version, "prefix": prefix}
+        call = logger_call("TensorBoardLogger", given, _DEFAULTS)
+        check_folder_arguments(call, save_dir, name, version, prefix)
+        for flag, value in (("log_graph", log_graph), ("default_hp_metric", default_hp_metric)):
+            if not isinstance(value, bool):
+                raise MisconfigurationError(
+                    f"{call}: {flag} must be True or False. Fix: {flag}=True."
+                )
+        if sub_dir is not None and not isinstance(sub_dir, str | os.PathLike):
+            raise MisconfigurationError(
+                f"{call}: sub_dir is a folder name under the version's folder (str). Fix: "
+                f"sub_dir=None."
+            )
         _summary_writer()  # a missing package is an error now, not at the first log
         super().__init__(save_dir, name, version)
         self._log_graph, self._default_hp_metric = log_graph, default_hp_metric
@@ -93,7 +110,7 @@ class TensorBoardLogger(FolderLogger):
 
     def log_hyperparams(
         self,
-        params: Mapping[str, Any] | Namespace,
+        params: Mapping[str, Any] | Namespace | None = None,
         metrics: Mapping[str, Any] | None = None,
         **kw: Any,
     ) -> None:
@@ -101,9 +118,11 @@ class TensorBoardLogger(FolderLogger):
             return
         from torch.utils.tensorboard.summary import hparams
 
-        flat = flatten_params(params)
-        self.hparams.update(flat)
+        # hparams.yaml nested as given; TensorBoard's HPARAMS tab takes flat names (Lightning's)
+        given = convert_params(params)
+        self.hparams.update(given)
         write_hparams(os.path.join(self.log_dir, NAME_HPARAMS_FILE), self.hparams)
+        flat = flatten_params(given)
         if metrics is None and self._default_hp_metric:
             metrics = {"hp_metric": -1}
         if not metrics:
@@ -127,8 +146,12 @@ class TensorBoardLogger(FolderLogger):
         self.experiment.add_graph(model, example)
 
     def save(self) -> None:
+        """Flush the events; an existing version folder gets its ``hparams.yaml`` (Lightning's)."""
         if self._experiment is not None:
             self._experiment.flush()
+        hparams_file = os.path.join(self.log_dir, NAME_HPARAMS_FILE)
+        if self.rank == 0 and os.path.isdir(self.log_dir) and not os.path.exists(hparams_file):
+            write_hparams(hparams_file, self.hparams)
 
     def finalize(self, status: str) -> None:
         if self._experiment is not None:

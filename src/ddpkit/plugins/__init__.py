@@ -2,7 +2,10 @@
 
 from ddpkit.plugins.environments import (
     ClusterEnvironment,
+    KubeflowEnvironment,
     LocalEnvironment,
+    LSFEnvironment,
+    MPIEnvironment,
     SLURMEnvironment,
     TorchElasticEnvironment,
 )
@@ -19,7 +22,10 @@ __all__ = [
     "DDPPlugin",
     "DDPSpawnPlugin",
     "DoublePrecisionPlugin",
+    "KubeflowEnvironment",
+    "LSFEnvironment",
     "LocalEnvironment",
+    "MPIEnvironment",
     "MixedPrecisionPlugin",
     "PrecisionPlugin",
     "SLURMEnvironment",

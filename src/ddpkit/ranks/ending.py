@@ -24,6 +24,7 @@ from enum import IntEnum
 from ddpkit.errors import RankFailure
 from ddpkit.ranks.errorfile import ErrorRecord, raised
 from ddpkit.ranks.handles import RankHandle
+from ddpkit.tracebacks import verbose
 from ddpkit.utilities import procs
 
 # The timing constants are importable too; __all__ leaves them out, as elsewhere in ddpkit,
@@ -248,16 +249,21 @@ def fates(
     """Each rank's fate once the job has ended, the root cause first (when it is one of
     ``handles``), then by rank."""
     failures: list[RankFailure] = []
+    every_frame = verbose()
     for h in sorted(handles, key=lambda h: (h is not root, h.rank)):
         code = h.poll()
         record = record_of(h.rank) if code != 0 else None
+        # Only the root cause's traceback is shown: the others' say that it went away.
+        shown = record if (record is not None and h is root) else None
         failures.append(
             RankFailure(
                 rank=h.rank,
                 pid=h.pid,
                 exitcode=code,
-                traceback=record.traceback if (record is not None and h is root) else "",
+                traceback=shown.shown_traceback(every_frame) if shown is not None else "",
                 note=_note(ending, h.pid, h is root, record, code),
+                where=shown.where if shown is not None else "",
+                folded=shown is not None and bool(shown.folded) and not every_frame,
             )
         )
     return failures

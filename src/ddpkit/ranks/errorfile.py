@@ -9,20 +9,24 @@ traceback, even before the rank's interpreter has finished exiting.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Literal
 
 from ddpkit.ranks.scratch import write_private
+from ddpkit.tracebacks import fold
 
 __all__ = [
     "ErrorKind",
     "ErrorRecord",
     "is_peer_loss",
+    "quiet_when_uncaught",
     "raised",
     "read_error_file",
     "report_rank_failure",
@@ -46,6 +50,14 @@ class ErrorRecord:
     never_arrived: bool = False
     #: "RuntimeError: boom": the exception's type and the first line of its message
     summary: str = ""
+    #: the traceback with ddpkit's, torch's and Python's frames folded ('' when none were)
+    folded: str = ""
+    #: the innermost frame of the user's code: "/path/x.py:16, in f: raise ValueError(...)"
+    where: str = ""
+
+    def shown_traceback(self, verbose: bool) -> str:
+        """The traceback a report shows: folded, unless ``verbose`` asks for every frame."""
+        return self.traceback if verbose or not self.folded else self.folded
 
 
 def is_peer_loss(exc: BaseException) -> bool:
@@ -73,6 +85,8 @@ def write_error_file(
     note: str = "",
     never_arrived: bool = False,
     summary: str = "",
+    folded: str = "",
+    where: str = "",
 ) -> None:
     """Called in a failing rank: leave its report for the supervisor (0600, atomic rename)."""
     record = {
@@ -82,21 +96,65 @@ def write_error_file(
         "note": note,
         "never_arrived": never_arrived,
         "summary": summary,
+        "folded": folded,
+        "where": where,
     }
     write_private(path, json.dumps(record).encode())
 
 
-def report_rank_failure(path: str | None, exc: BaseException) -> None:
+def report_rank_failure(path: str | None, exc: BaseException) -> bool:
     """In a rank whose stage raised ``exc``: leave its traceback in its error file (when the
-    launcher gave one), marked as a lost peer when another rank's end caused it. A directory
-    that is already gone means the launcher has ended: there is no one left to tell."""
+    launcher gave one), marked as a lost peer when another rank's end caused it. True when the
+    report is in: the launcher shows it, and this rank's own copy of the traceback, printed
+    when ``exc`` reaches the top of the script, is left out (:func:`quiet_when_uncaught`). A
+    directory that is already gone means the launcher has ended: there is no one left to tell."""
     if not path:
-        return
+        return False
     kind: ErrorKind = "peer_loss" if is_peer_loss(exc) else "exception"
     lines = str(exc).strip().splitlines()
     summary = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
-    with contextlib.suppress(OSError):
-        write_error_file(path, "".join(traceback.format_exception(exc)), kind=kind, summary=summary)
+    shown = fold(exc, keep_all=False)
+    try:
+        write_error_file(
+            path,
+            "".join(traceback.format_exception(exc)),
+            kind=kind,
+            summary=summary,
+            folded=shown.text if shown.folded else "",
+            where=shown.where,
+        )
+    except OSError:
+        return False
+    return True
+
+
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+
+
+class _QuietFor:
+    """``sys.excepthook`` that prints nothing for the exceptions a launcher already reports."""
+
+    def __init__(self, previous: ExceptHook) -> None:
+        self.previous = previous
+        self.reported: list[BaseException] = []
+
+    def __call__(
+        self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        if any(value is r or value.__context__ is r for r in self.reported):
+            return
+        self.previous(kind, value, tb)
+
+
+def quiet_when_uncaught(exc: BaseException) -> None:
+    """When ``exc`` (reported to the launcher) ends this rank's script uncaught, print nothing:
+    the launcher shows it once, in its report, and a second copy from every rank is what made a
+    one-line error a page. Any other uncaught exception prints as before."""
+    hook = sys.excepthook
+    if not isinstance(hook, _QuietFor):
+        hook = _QuietFor(hook)
+        sys.excepthook = hook
+    hook.reported.append(exc)
 
 
 def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
@@ -111,6 +169,8 @@ def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
             note=str(data.get("note", "")),
             never_arrived=bool(data.get("never_arrived", False)),
             summary=str(data.get("summary", "")),
+            folded=str(data.get("folded", "")),
+            where=str(data.get("where", "")),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -14,8 +14,15 @@ from ddpkit.utilities.seed import ENV_SEED
 __all__ = [
     "ENV_ERROR_FILE",
     "ENV_ISOLATED_TEST",
+    "ENV_JOB_KEY",
+    "ENV_MAX_RESTARTS",
     "ENV_PARENT_PID",
+    "ENV_RESTART_CAUSE",
+    "ENV_RESTART_COUNT",
+    "ENV_RUN_DIR",
+    "ENV_RUN_STARTED",
     "ENV_SEED",
+    "ENV_SKIP_STAGES",
     "ENV_STAGE_FILE",
     "ENV_TESTING_DIR",
     "ENV_TESTING_LOG",
@@ -32,6 +39,28 @@ ENV_PARENT_PID = "DDPKIT_PARENT_PID"
 ENV_ERROR_FILE = "DDPKIT_ERROR_FILE"
 #: where a rank started by the subprocess launcher counts the stages it has started
 ENV_STAGE_FILE = "DDPKIT_STAGE_FILE"
+#: the job's key: the unguessable prefix of its keys in the rendezvous store
+ENV_JOB_KEY = "DDPKIT_JOB_KEY"
+
+# -- restarts (``max_restarts``; torchrun's own two variables first) -----------------------------
+
+#: which attempt this is: 0 first, k ≥ 1 for the k-th restart (torchrun sets it; so do ddpkit's
+#: launchers and ``ddpkit run``); above 0, a fit resumes from the newest complete checkpoint
+ENV_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"
+#: how many restarts the job may make (torchrun's; ddpkit's launchers set it too)
+ENV_MAX_RESTARTS = "TORCHELASTIC_MAX_RESTARTS"
+#: why the previous attempt ended ("rank 1 (pid 8012) killed by signal SIGKILL"), for the line
+#: the restarted rank 0 prints
+ENV_RESTART_CAUSE = "DDPKIT_RESTART_CAUSE"
+#: when the first attempt started (``time.time()``): a restart resumes from checkpoints written
+#: since then only
+ENV_RUN_STARTED = "DDPKIT_RUN_STARTED"
+#: the launcher's private folder for the run's restarts (ddpkit's own checkpoint, when the user
+#: has no ModelCheckpoint)
+ENV_RUN_DIR = "DDPKIT_RUN_DIR"
+#: in a child of a restarted subprocess job: how many of the script's stages to skip (they ended
+#: before the failure; rank 0 does not run them again)
+ENV_SKIP_STAGES = "DDPKIT_SKIP_STAGES"
 
 # -- the pytest plugin (ddpkit.testing) --------------------------------------------------------
 

@@ -8,7 +8,11 @@ The launcher tells the rank through its environment (:mod:`ddpkit.ranks.names`):
   supervisor can tell a rank that started a stage rank 0 never called (it would wait there
   until the timeout) from one that is merely slow;
 - ``DDPKIT_ERROR_FILE``: a stage that raises leaves its traceback there (:mod:`ddpkit.ranks
-  .errorfile`), marked as a lost peer when another rank's end caused it.
+  .errorfile`), marked as a lost peer when another rank's end caused it; the launcher's report
+  shows it, so the rank does not print it again when it ends the script;
+- ``DDPKIT_SKIP_STAGES``: a child of a restarted job re-runs the script, whose first stages
+  ended before the failure: rank 0 does not run them again, so the child skips them
+  (:func:`skip_stage`).
 
 Outside a launcher of ddpkit's (one process, torchrun, srun) none is set and nothing happens.
 """
@@ -20,15 +24,26 @@ import itertools
 import os
 from collections.abc import Iterator, Mapping
 
-from ddpkit.ranks.errorfile import report_rank_failure
+from ddpkit.ranks.errorfile import quiet_when_uncaught, report_rank_failure
 from ddpkit.ranks.lifeline import watch_parent
-from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_STAGE_FILE
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_SKIP_STAGES, ENV_STAGE_FILE
 from ddpkit.ranks.scratch import write_private
 
-__all__ = ["rank_stage"]
+__all__ = ["rank_stage", "skip_stage"]
 
 #: the stages this process has started (a rank process runs the script's stages in order)
 _stage_count = itertools.count(1)
+#: the distributed stages this process was asked to run, skipped ones included
+_asked = itertools.count(1)
+
+
+def skip_stage(env: Mapping[str, str] | None = None) -> bool:
+    """Called once by each distributed stage of a rank, before anything else: True when the
+    stage is one to skip (``DDPKIT_SKIP_STAGES``: a restarted job's child, whose script's first
+    stages ended before the failure)."""
+    env = os.environ if env is None else env
+    skip = env.get(ENV_SKIP_STAGES, "")
+    return skip.isdecimal() and next(_asked) <= int(skip)
 
 
 @contextlib.contextmanager
@@ -46,5 +61,6 @@ def rank_stage(env: Mapping[str, str] | None = None) -> Iterator[int]:
     try:
         yield number
     except BaseException as exc:
-        report_rank_failure(env.get(ENV_ERROR_FILE), exc)
+        if report_rank_failure(env.get(ENV_ERROR_FILE), exc):
+            quiet_when_uncaught(exc)  # the launcher's report shows it, once
         raise

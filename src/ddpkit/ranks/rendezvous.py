@@ -11,20 +11,27 @@ One store server per listening socket, for the life of the process: every stage 
 key prefix of its own. A server per stage would share the socket with the previous stage's server,
 which lives as long as that stage's process group does (the DDP module holds it until the garbage
 collector runs), and would take some of the connections, stale keys and all.
+
+The store has no authentication: anyone on the machine may connect to its port. So a job that
+one of ddpkit's launchers starts keeps its keys under an unguessable prefix (:attr:`Rendezvous
+.key`, 128 random bits), handed to its ranks privately (in their environment, which only this
+user can read): a stranger connected to the store can neither read nor set the job's keys —
+join a stage, redirect a rank's connections, raise the stall alarm.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.utilities.ports import listen_for_store
 
-__all__ = ["Rendezvous", "StoreHost", "host_for"]
+__all__ = ["Rendezvous", "StoreHost", "host_for", "host_on_free_port", "new_key"]
 
 
 class StoreHost:
@@ -68,14 +75,26 @@ class StoreHost:
         self.sock.close()
 
 
+def new_key() -> str:
+    """A job's key: the prefix of every store key of the job (see the module docstring)."""
+    return secrets.token_hex(16)
+
+
 @dataclass(frozen=True)
 class Rendezvous:
     """Where the ranks of one stage meet. ``host`` is set in the process that serves the store
-    (rank 0 of a job ddpkit launched) and None everywhere else."""
+    (rank 0 of a job ddpkit launched) and None everywhere else. ``key``: the job's key ('' for
+    ranks no launcher of ddpkit's started, which have none)."""
 
     address: str
     port: int
     host: StoreHost | None = None
+    key: str = field(default="", repr=False)
+
+    @property
+    def prefix(self) -> str:
+        """Where the job's keys live in the store."""
+        return f"ddpkit/{self.key}/" if self.key else "ddpkit/"
 
     def store(self, *, is_server: bool, world_size: int, timeout: datetime.timedelta) -> Any:
         """This rank's connection to the store: the server on rank 0, a client elsewhere."""
@@ -102,3 +121,13 @@ def host_for(port: int, *, local_only: bool) -> StoreHost:
         if host is None:
             host = _hosts[port] = StoreHost.bind(port, local_only=local_only)
         return host
+
+
+def host_on_free_port(*, local_only: bool) -> StoreHost:
+    """A store host on a port the kernel picks, kept like :func:`host_for`'s (which later finds
+    it by its port): for a rank 0 that must tell the others its port before its store starts
+    (an MPI job without MASTER_PORT)."""
+    host = StoreHost.bind(None, local_only=local_only)
+    with _hosts_lock:
+        _hosts[host.port] = host
+    return host

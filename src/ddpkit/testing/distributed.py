@@ -3,7 +3,8 @@ each rank joins before the test (rank side).
 
 The parent binds the rendezvous socket on ``127.0.0.1`` port 0 (the kernel picks a free port, so
 parallel tests and pytest-xdist workers never collide) and hands the open socket to rank 0, whose
-TCPStore listens on it: the port is never free between choosing and using it.
+TCPStore listens on it: the port is never free between choosing and using it. Nothing of a test
+listens beyond loopback: gloo's sockets are on the loopback interface too.
 """
 
 from __future__ import annotations
@@ -100,9 +101,14 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
         local = int(env.get("LOCAL_RANK", rank))
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
-    dist.init_process_group(
-        spec.backend, store=store, rank=rank, world_size=world_size, timeout=timeout
-    )
+    # Every rank of a distributed test is on this machine: gloo's connections on loopback, as
+    # DDPPlugin makes them (else gloo listens on the address the host name resolves to).
+    from ddpkit.plugins.training_type.process_group import gloo_on_loopback
+
+    with gloo_on_loopback(spec.backend == "gloo"):
+        dist.init_process_group(
+            spec.backend, store=store, rank=rank, world_size=world_size, timeout=timeout
+        )
     return DistInfo(rank=rank, world_size=world_size, device=device, backend=spec.backend)
 
 

@@ -12,7 +12,9 @@ The zygote imports them (:func:`preload`) under two guards:
 - a module that reads a variable that differs from test to test (``RANK``, ``LOCAL_RANK``,
   ``MASTER_PORT``, ddpkit's ``DDPKIT_*``, ...) while it is imported would keep the zygote's value
   in every rank: its import is stopped at that read and the module is left to each test, which
-  imports it with its own environment;
+  imports it with its own environment — unless it is one of the readers each test's process
+  computes again (:mod:`ddpkit.testing.import_readers`: Lightning's and torchmetrics'
+  ``rank_zero_only.rank``);
 - a module whose import starts a thread, initialises CUDA or a process group makes a fork unsafe
   (the child inherits held locks and a half-copied runtime): the zygote says so and stops.
 
@@ -31,6 +33,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+from ddpkit.testing import import_readers
 
 __all__ = [
     "PerTestVariable",
@@ -189,6 +193,8 @@ class _GuardedEnviron(ReadEnviron):
 
     def read(self, key: str) -> None:
         if key in self.per_test or key.startswith(self.prefixes):
+            if import_readers.is_known_read(import_readers.reader_of(), key):
+                return  # each test's process computes its value again
             raise PerTestVariable(key)
         self.reads.add(key)
 
@@ -196,10 +202,14 @@ class _GuardedEnviron(ReadEnviron):
 def _forget_broken(before: Collection[str]) -> None:
     """After an import that failed: drop the modules it imported whose package failed too (a
     test re-imports them whole, never half of a package)."""
+    broken = []
     for name in [n for n in sys.modules if n not in before]:
         parts = name.split(".")
         if any(".".join(parts[:i]) not in sys.modules for i in range(1, len(parts))):
-            del sys.modules[name]
+            broken.append(name)
+    import_readers.forget(broken)  # what they set on a module that stays
+    for name in broken:
+        del sys.modules[name]
 
 
 def preload(

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import distributed, leaks, runner, session_fork
+from ddpkit.launchers.pytest_session import remember_isolated_test
+from ddpkit.testing import distributed, folding, leaks, runner, session_fork
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
 from ddpkit.testing.preload import candidates
@@ -103,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _become_child(config: pytest.Config, child: IsolatedProcess) -> None:
     """This process is one of an isolated test's: leave its reports for the parent."""
+    remember_isolated_test()  # a test may clear os.environ around a DDPPlugin fit
     child.start()
     config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
     config.stash[_CHILD] = child
@@ -239,6 +241,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return None
     runner.run(item, nextitem, item.config.stash.get(_WARM, None))
     return True
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failure that passed through ddpkit: its frames of ddpkit and torch left out of the
+    report (:mod:`ddpkit.testing.folding`)."""
+    if call.excinfo is not None:
+        call.excinfo = folding.fold_failure(item.config, call.excinfo) or call.excinfo
+    return (yield)
 
 
 class _ChildReporter:

@@ -10,6 +10,7 @@ its last lines of output.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.rootcause import (
     CRASH_LINES,
     RankVerdict,
+    at_timeout,
     describe,
     finished,
     first_failure,
@@ -81,23 +83,46 @@ def failed_reports(
 # -- standalone -------------------------------------------------------------------------------
 
 
-def _timeout_text(kind: str, end: JobEnd, extra: str = "") -> str:
+def _timeout_text(kind: str, end: JobEnd, deserialize: Deserialize) -> str:
+    """A timed-out standalone test: the root cause first (the rank outside every collective
+    while the others wait in one), then each process's last output and stacks."""
     pids = ", ".join(str(p.pid) for p in end.processes)
     assert end.timeout is not None
-    lines = [
+    verdicts = sorted((at_timeout(p, _reports(p, deserialize)) for p in end.processes),
+                      key=lambda v: v.order)  # fmt: skip
+    head = (
         f"{kind} test timed out after {end.timeout:g} s; ddpkit ended its process tree "
-        f"(pids {pids}). Fix: find where it hangs in the stacks below, or give it more time "
-        f"with @pytest.mark.{kind}(timeout=...)."
+        f"(pids {pids})."
+    )
+    several = len(verdicts) > 1 and verdicts[0].status != "timed out"
+    if several:
+        head += f" Root cause: rank {verdicts[0].end.rank}.{root_note(verdicts)}"
+    lines = [
+        head,
+        f"Fix: find where it hangs in the stacks below, or give it more time with "
+        f"@pytest.mark.{kind}(timeout=...).",
     ]
-    if extra:
-        lines.append(extra)
-    for p in end.processes:
-        lines.append(f"\n{heading(p)}\n{output_block(p)}")
+    for i, v in enumerate(verdicts if several else [at_timeout(p, ()) for p in end.processes]):
+        lines.append(f"\n{heading(v.end, root=several and i == 0)}\n{output_block(v.end)}")
     return "\n".join(lines)
 
 
-def _rank_problem(item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport]) -> str:
-    """Why a rank the test started makes the test fail ('' when it does not)."""
+def _named_pids(reports: Sequence[pytest.TestReport]) -> set[int]:
+    """The pids a failure's report already speaks for: a ``ChildFailedError`` (or rank 0's own
+    error, with a note per rank) names each rank's fate, the root cause's traceback included."""
+    failure = first_failure(reports)
+    if failure is None:
+        return set()
+    return {int(pid) for pid in re.findall(r"\brank \d+ \(pid (\d+)\)", failure.longreprtext)}
+
+
+def _rank_problem(
+    item: pytest.Item, p: ProcessEnd, reports: list[pytest.TestReport], named: set[int]
+) -> str:
+    """Why a rank the test started makes the test fail ('' when it does not, or when the
+    test's own failure already tells how it ended: ``named``)."""
+    if p.pid in named and not (set(r.nodeid for r in reports) - {item.nodeid}):
+        return ""
     failure = first_failure(reports)
     if failure is not None:
         return f"{heading(p, f'failed in {failure.when}')}\n{failure.longreprtext}"
@@ -122,7 +147,7 @@ def standalone_reports(
     """The reports of a standalone test: its interpreter's own, when they tell the story."""
     direct = end.processes[0]
     if end.timed_out:
-        return failed_reports(item, "call", _timeout_text("standalone", end))
+        return failed_reports(item, "call", _timeout_text("standalone", end, deserialize))
     reports = _reports(direct, deserialize)
     if not finished(reports):
         lines = [
@@ -133,8 +158,9 @@ def standalone_reports(
             lines.append(f"\n{heading(p)}\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
     problems = []
+    named = _named_pids(reports)
     for p in end.processes[1:]:
-        problem = _rank_problem(item, p, _reports(p, deserialize))
+        problem = _rank_problem(item, p, _reports(p, deserialize), named)
         if problem:
             problems.append(problem)
     if direct.exitcode not in (0, None) and first_failure(reports) is None:
@@ -245,7 +271,7 @@ def distributed_reports(
     extras = [
         problem
         for p in end.processes
-        if not p.direct and (problem := _rank_problem(item, p, _reports(p, deserialize)))
+        if not p.direct and (problem := _rank_problem(item, p, _reports(p, deserialize), set()))
     ]
     if end.leftover:
         extras.append(_leftover_text(end))

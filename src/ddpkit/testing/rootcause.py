@@ -31,6 +31,7 @@ from ddpkit.testing.supervise import ProcessEnd
 
 __all__ = [
     "RankVerdict",
+    "at_timeout",
     "collective_of",
     "describe",
     "first_failure",
@@ -48,6 +49,9 @@ TIMEOUT_LINES = 20
 _FRAME = re.compile(r'\s*File "(?P<path>.+)", line (?P<line>\d+) in (?P<func>\S+)')
 # The Python side of every torch.distributed collective and of the rendezvous.
 _COLLECTIVE_FILES = ("torch/distributed/distributed_c10d.py", "torch/distributed/rendezvous.py")
+# Collectives that run below Python: DDP's gradient all-reduce runs inside backward (its hooks
+# are C++), so a rank that waits for a peer's gradients shows only autograd's entry point.
+_HIDDEN_COLLECTIVES = {("torch/autograd/graph.py", "_engine_run_backward"): "backward"}
 # What a collective raises when a peer went away (gloo, the store, torch's DistError family).
 _PEER_LOSS = (
     "connection closed by peer",
@@ -95,6 +99,13 @@ def collective_of(stacks: str) -> str | None:
         m = _FRAME.match(line)
         if m and m["path"].endswith(_COLLECTIVE_FILES):
             return m["func"]
+        hidden = next(
+            (name for (path, func), name in _HIDDEN_COLLECTIVES.items()
+             if m and m["path"].endswith(path) and m["func"] == func),
+            None,
+        )  # fmt: skip
+        if hidden is not None:
+            return hidden
     return None
 
 
@@ -164,6 +175,18 @@ def _timed_out(end: ProcessEnd, reports: tuple[pytest.TestReport, ...]) -> RankV
     if collective_of(end.stacks) is None:
         return RankVerdict(end, reports, "outside", (Blame.OUTSIDE, 0, rank))
     return RankVerdict(end, reports, "waiting", (Blame.CONSEQUENCE, 0, rank))
+
+
+def at_timeout(end: ProcessEnd, reports: Sequence[pytest.TestReport]) -> RankVerdict:
+    """A standalone test's process at its timeout: outside every collective (a cause), inside
+    one (waiting for a cause), or unknown (no stacks). Unlike a distributed rank it has no
+    process group of the plugin's to arrive at."""
+    reps = tuple(reports)
+    if end.stacks and collective_of(end.stacks) is not None:
+        return RankVerdict(end, reps, "waiting", (Blame.CONSEQUENCE, 0, end.rank))
+    if end.stacks:
+        return RankVerdict(end, reps, "outside", (Blame.OUTSIDE, 0, end.rank))
+    return RankVerdict(end, reps, "timed out", (Blame.UNKNOWN, 0, end.rank))
 
 
 def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool) -> RankVerdict:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.ranks.scratch import make_private_dir
+from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 from ddpkit.testing.markers import (
     DistributedSpec,
@@ -227,6 +227,9 @@ def _reports(item: pytest.Item, warm: WarmStart | None) -> list[Any]:
         )
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        # A launcher in the test that ddpkit killed (a timeout's SIGKILL) could not remove its
+        # own scratch directory: no process of the test is left, so its owner is gone.
+        sweep_stale_dirs()
 
 
 def _teardown_collectors(item: pytest.Item, nextitem: pytest.Item | None) -> None:

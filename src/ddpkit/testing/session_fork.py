@@ -18,7 +18,9 @@ instead (:mod:`ddpkit.testing.zygote_server`), one line says why (:func:`why_not
 :class:`ddpkit.testing.warm.WarmStart` falls back to it: when a thread runs in the parent, CUDA
 or a process group was initialised, a conftest, test module or plugin read a per-test variable
 (``RANK``, ``LOCAL_RANK``, ``MASTER_PORT``, ``DDPKIT_*``, ...) while the session started or
-collected (a test's own session would read its own value: :func:`watch_environment`), the
+collected (a test's own session would read its own value: :func:`watch_environment`; the known
+readers of :mod:`ddpkit.testing.import_readers`, Lightning's among them, are set again in each
+test's process instead), the
 session is not the first of its process (pytester's in-process runs), or collection ran off the
 main thread; later, for a test whose environment
 differs from the parent's at the fork (a session fixture exported a variable), and after the
@@ -46,7 +48,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ddpkit.ranks.scratch import make_private_dir
-from ddpkit.testing import leaks, preload
+from ddpkit.testing import import_readers, leaks
 from ddpkit.testing.preload import ReadEnviron, fork_hazard, native_threads
 from ddpkit.testing.worker import (
     ForkRequest,
@@ -89,10 +91,9 @@ def note_configured(config: pytest.Config) -> None:
 
 # Readers whose reads of a per-test variable are not the test's: pytest (it sets
 # PYTEST_CURRENT_TEST and reads it back at run time) and ddpkit, which reads its own variables to
-# learn its role and makes that role anew in each test's process.
+# learn its role and makes that role anew in each test's process. (Lightning's rank_zero_only
+# and torchmetrics' are read again in each test's process: import_readers.)
 _OWN_READERS = frozenset({"ddpkit", "_pytest", "pytest", "pluggy"})
-# Frames between a reader and the read: os.getenv, Mapping.get, the environ classes.
-_PASSING = frozenset({"os", "collections.abc", "_collections_abc", __name__, preload.__name__})
 
 
 class _WatchedEnviron(ReadEnviron):
@@ -108,12 +109,10 @@ class _WatchedEnviron(ReadEnviron):
             return
         if not is_per_test(key):
             return
-        frame: Any = sys._getframe(1)
-        while frame is not None and frame.f_globals.get("__name__") in _PASSING:
-            frame = frame.f_back
-        reader = "?" if frame is None else str(frame.f_globals.get("__name__", "?"))
-        if reader.partition(".")[0] not in _OWN_READERS:
-            self.noted = (reader, key)
+        reader = import_readers.reader_of()
+        if reader.partition(".")[0] in _OWN_READERS or import_readers.is_known_read(reader, key):
+            return
+        self.noted = (reader, key)
 
 
 _watched: _WatchedEnviron | None = None

@@ -48,6 +48,7 @@ from ddpkit.ranks.names import (
     ENV_TESTING_PARENT,
 )
 from ddpkit.ranks.scratch import write_private
+from ddpkit.testing import import_readers
 
 __all__ = [
     "DUMP_SIGNAL",
@@ -361,8 +362,10 @@ def become_test_process(request: ForkRequest, fds: Sequence[int], zygote_pid: in
     env = dict(request.env)
     env.update({name: str(fds[i]) for name, i in request.fd_env.items()})
     os.chdir(request.cwd)
+    computed = import_readers.held()  # from the zygote's environment, still
     os.environ.clear()
     os.environ.update(env)
+    import_readers.recompute(computed)
     stdio_to(request.log)
     _as_python_m_pytest(request.args, request.cwd)
     _fresh_process_state(env)

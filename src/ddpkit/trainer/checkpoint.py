@@ -4,7 +4,8 @@ atomic write on global rank zero.
 A checkpoint holds Lightning's keys: ``epoch`` and ``global_step`` when it was written,
 ``state_dict``, ``optimizer_states``, ``lr_schedulers``, ``callbacks`` (each callback's
 ``state_dict`` by ``state_key``), ``hyper_parameters``, plus ``loops`` (the epochs completed, from
-which a resumed ``fit`` continues), the precision plugin's state and the ddpkit version.
+which a resumed ``fit`` continues), the precision plugin's state, the ddpkit version and
+``ddpkit_rng`` (each rank's RNG states, which a restarted fit sets again before its first epoch).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.state import LoopState
-from ddpkit.utilities.files import atomic_write
+from ddpkit.utilities.files import atomic_write, sweep_partials
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = [
@@ -43,11 +44,13 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     A crash at any point leaves either the previous file or the new one, never a truncated one
     (rename within one file system is atomic). The temporary file is removed when the save
     raises; a process killed outright (SIGKILL, power loss) can leave it behind as a hidden
-    sibling ``.<name>.<random>.tmp``, which no ``*.ckpt`` pattern matches and which is safe to
-    delete.
+    sibling ``.<name>.<writer>.<random>.tmp``, which no ``*.ckpt`` pattern matches: the next save
+    in the folder removes it (:func:`~ddpkit.utilities.files.sweep_partials`) once its writer is
+    gone.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_partials(target.parent)
     # private: a checkpoint has always been 0600 (it was written through mkstemp)
     return atomic_write(target, lambda fh: torch.save(obj, fh), private=True, durable=True)
 
@@ -65,8 +68,10 @@ def dump_checkpoint(
     *,
     weights_only: bool = False,
     epochs_completed: int,
+    rng: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The checkpoint dict, after the callbacks' and the module's ``on_save_checkpoint``."""
+    """The checkpoint dict, after the callbacks' and the module's ``on_save_checkpoint``
+    (``rng``: every rank's RNG states, kept under ``"ddpkit_rng"``)."""
     checkpoint: dict[str, Any] = {
         "epoch": state.current_epoch,
         "global_step": state.global_step,
@@ -84,6 +89,8 @@ def dump_checkpoint(
             if found:
                 states[callback.state_key] = found
         checkpoint["callbacks"] = states
+    if rng is not None:
+        checkpoint["ddpkit_rng"] = rng
     hparams = _hparams(model)
     if hparams is not None:
         checkpoint[HPARAMS_KEY] = hparams

@@ -27,6 +27,7 @@ from ddpkit.trainer.keywords import (
     unknown_keyword,
 )
 from ddpkit.trainer.legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["LOOP_KEYWORDS", "LoopConfig", "build_config"]
 
@@ -66,6 +67,8 @@ LOOP_KEYWORDS: dict[str, Any] = {
     "default_root_dir": None,
     "enable_autolog_hparams": True,
     "model_registry": None,
+    # ddpkit's own (Lightning has no restarts): docs/reliability.md
+    "max_restarts": 0,
 }
 
 
@@ -75,10 +78,12 @@ class LoopConfig:
     """Epochs to train; -1: no limit (then ``max_steps`` or ``max_time`` ends the run)."""
     min_epochs: int
     """``should_stop`` (early stopping) is ignored until this many epochs ran."""
+    min_epochs_given: int | None
+    """``min_epochs`` as given (None: not given)."""
     max_steps: int
     """Optimizer steps to train; -1: no limit."""
-    min_steps: int
-    """``should_stop`` is ignored until this many steps ran."""
+    min_steps: int | None
+    """``should_stop`` is ignored until this many steps ran (None, as Lightning reports it: 0)."""
     max_time: timedelta | None
     """Wall-clock limit of ``fit`` (a ``Timer`` callback checks it every step)."""
     limit_train_batches: int | float | None
@@ -101,6 +106,9 @@ class LoopConfig:
     enable_model_summary: bool
     summary_depth: int
     """The default ModelSummary's depth (1.x ``weights_summary='full'``: -1)."""
+    checkpointing_keyword: str
+    """The keyword that turned checkpointing off, for messages (``checkpoint_callback`` in
+    1.x code, ``barebones``, or ``enable_checkpointing``)."""
     accumulate_grad_batches: int
     """Batches per optimizer step (the factor of epoch 0 under a schedule)."""
     accumulate_schedule: tuple[tuple[int, int], ...]
@@ -120,6 +128,9 @@ class LoopConfig:
     """Batches of everything in one epoch, nothing written; 0: off."""
     resume_from_checkpoint: str | None
     """1.x ``resume_from_checkpoint``: the ``ckpt_path`` of a ``fit`` that passes none."""
+    max_restarts: int
+    """A fit whose rank fails starts again on new ranks, from the newest complete checkpoint,
+    up to this many times; 0: the failure ends the job."""
     logger: Any
     """True, False, a logger or a list of loggers (as given)."""
     callbacks: tuple[Any, ...]
@@ -172,7 +183,8 @@ def _barebones(given: dict[str, Any], explicit: set[str]) -> None:
     ):
         if name in explicit and given[name] not in off:
             raise MisconfigurationError(
-                f"Trainer(barebones=True, {name}={given[name]!r}): barebones turns {name} off. "
+                f"Trainer(barebones=True, {name}={safe_repr(given[name])}): barebones turns "
+                f"{name} off. "
                 f"Fix: leave {name} out, or drop barebones=True."
             )
     given.update(
@@ -191,6 +203,11 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
     given = dict(given)
     explicit = {k for k, v in given.items() if v is not LOOP_KEYWORDS.get(k, v)}
     hidden: dict[str, Any] = {"_summary_depth": 1, "_resume_from_checkpoint": None}
+    hidden["_checkpointing_keyword"] = (
+        "checkpoint_callback"
+        if "checkpoint_callback" in extra
+        else ("barebones" if given["barebones"] is True else "enable_checkpointing")
+    )
     for name, value in extra.items():
         if name not in LEGACY_MAPPED and name not in LEGACY_REFUSED:
             raise unknown_keyword(name, value, [*LOOP_KEYWORDS, *LEGACY_MAPPED, *LEGACY_REFUSED])
@@ -198,8 +215,9 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
         for key, mapped in mapping.items():
             if key in explicit:
                 raise MisconfigurationError(
-                    f"Trainer({name}={value!r}, {key}={given[key]!r}): both say the same thing. "
-                    f"Fix: keep {key}={given[key]!r} and drop {name}."
+                    f"Trainer({name}={safe_repr(value)}, {key}={safe_repr(given[key])}): both say "
+                    "the same thing. "
+                    f"Fix: keep {key}={safe_repr(given[key])} and drop {name}."
                 )
             (hidden if key.startswith("_") else given)[key] = mapped
         warn()
@@ -237,12 +255,13 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     )
     if max_epochs is None:
         max_epochs = 1000 if max_steps == -1 and max_time is None else -1
-    min_epochs = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True) or 0
-    min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True) or 0
+    min_epochs_given = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True)
+    min_epochs = min_epochs_given or 0
+    min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True)
     assert max_steps is not None
     for low, high, lo_name, hi_name in (
         (min_epochs, max_epochs, "min_epochs", "max_epochs"),
-        (min_steps, max_steps, "min_steps", "max_steps"),
+        (min_steps or 0, max_steps, "min_steps", "max_steps"),
     ):
         if high >= 0 and low > high:
             raise MisconfigurationError(
@@ -252,6 +271,7 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     return {
         "max_epochs": max_epochs,
         "min_epochs": min_epochs,
+        "min_epochs_given": min_epochs_given,
         "max_steps": max_steps,
         "min_steps": min_steps,
         "max_time": max_time,
@@ -265,7 +285,8 @@ def _evaluation(given: dict[str, Any]) -> dict[str, Any]:
     interval = check_val_check_interval(given["val_check_interval"])
     if check_val is None and isinstance(interval, float):
         raise MisconfigurationError(
-            f"Trainer(check_val_every_n_epoch=None, val_check_interval={interval!r}): without "
+            f"Trainer(check_val_every_n_epoch=None, val_check_interval={safe_repr(interval)}): "
+            "without "
             f"epochs, the interval counts batches. Fix: val_check_interval=<an int>."
         )
     sanity = given["num_sanity_val_steps"]
@@ -312,6 +333,7 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
             meaning="0: no step rows",
         ),
         summary_depth=int(hidden["_summary_depth"]),
+        checkpointing_keyword=str(hidden["_checkpointing_keyword"]),
         deterministic=False if given["deterministic"] is None else given["deterministic"],
         benchmark=check_bool("benchmark", given["benchmark"], allow_none=True),
         reload_dataloaders_every_n_epochs=check_int(
@@ -322,6 +344,9 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
         ),
         default_root_dir=check_path("default_root_dir", given["default_root_dir"]) or os.getcwd(),
         resume_from_checkpoint=os.fspath(resume) if resume is not None else None,
+        max_restarts=check_int(
+            "max_restarts", given["max_restarts"], minimum=0, meaning="0: a failure ends the job"
+        ),
         logger=check_logger(given["logger"]),
         callbacks=check_callbacks(given["callbacks"]),
     )
@@ -329,15 +354,15 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fast_dev_run(fields: dict[str, Any], n: int) -> None:
-    """n batches of everything, one epoch, no sanity check, nothing written (Lightning's)."""
+    """n batches of everything, one epoch, no sanity check, nothing written (Lightning's: the
+    checkpoint callbacks stay, and skip saving)."""
     fields.update(
         max_epochs=1,
         max_steps=n,
         num_sanity_val_steps=0,
         check_val_every_n_epoch=1,
         val_check_interval=1.0,
-        logger=False,
-        enable_checkpointing=False,
+        logger=False,  # nothing written (Lightning's DummyLogger); a ModelCheckpoint saves nothing
         limit_test_batches=n,
         limit_predict_batches=n,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
@@ -15,7 +14,7 @@ from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.data import distribute
 from ddpkit.trainer.state import LoopState
-from ddpkit.utilities.seed import ENV_SEED
+from ddpkit.utilities.seed import configured_seed
 
 __all__ = ["StageContext", "on_host"]
 
@@ -49,7 +48,7 @@ class StageContext:
         self.trainer, self.state, self.config = trainer, state, config
         self.plugin, self.precision, self.model = plugin, precision, model
         self.device = plugin.root_device
-        self.seed = int(os.environ.get(ENV_SEED, "0"))
+        self.seed = configured_seed()
         self.dispatch = Dispatcher(trainer, model, state.callbacks)
         # float32 leaves inputs and the forward pass alone: the loops then skip those calls
         # (a generator-based context manager costs ~3 µs a step).
@@ -74,8 +73,11 @@ class StageContext:
             found.append(hook)
         return (found[0], found[1], found[2]) if any(found) else None
 
-    def prepare(self, loader: Any, *, train: bool, predict: bool = False) -> Any:
-        return distribute(
+    def prepare(self, loader: Any, *, train: bool, kind: str, predict: bool = False) -> Any:
+        """The loader this rank iterates: its shard (``distribute``), then what the training
+        type's and the accelerator's 1.x ``on_reset_<kind>_dataloader`` hooks make of it
+        (``kind``: "train", "val", "test" or "predict")."""
+        prepared = distribute(
             loader,
             rank=self.plugin.global_rank,
             world_size=self.plugin.world_size,
@@ -85,6 +87,10 @@ class StageContext:
             use_distributed_sampler=self.config.use_distributed_sampler,
             overfit=train and bool(self.config.overfit_batches),
         )
+        hook = f"on_reset_{kind}_dataloader"
+        for owner in (self.plugin, self.trainer.accelerator):
+            prepared = getattr(owner, hook)(prepared)
+        return prepared
 
     def batch(self, batch: Any, dataloader_idx: int = 0) -> Any:
         """A batch on this rank's device, in the precision's input format."""

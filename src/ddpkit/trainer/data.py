@@ -3,12 +3,13 @@ loaders come from (given, a DataModule, the module's hooks)."""
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from torch.utils.data import (
-    BatchSampler,
     DataLoader,
     DistributedSampler,
     IterableDataset,
@@ -20,6 +21,9 @@ from torch.utils.data import (
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.core.batch import move_to_device
 from ddpkit.errors import MisconfigurationError
+from ddpkit.trainer.loaders import index_sampler, rebuild_loader, user_batch_sampler
+from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities.seed import ENV_SEED_WORKERS, worker_init_function
 
 __all__ = [
     "ShardSampler",
@@ -28,22 +32,8 @@ __all__ = [
     "loader_hook",
     "move_to_device",
     "num_batches",
+    "set_sampler_epoch",
 ]
-
-_LOADER_ARGS = (
-    "num_workers",
-    "collate_fn",
-    "pin_memory",
-    "drop_last",
-    "timeout",
-    "worker_init_fn",
-    "multiprocessing_context",
-    "generator",
-    "prefetch_factor",
-    "persistent_workers",
-    "pin_memory_device",
-    "in_order",
-)
 
 
 class ShardSampler(Sampler[int]):
@@ -76,35 +66,33 @@ def distribute(
     use_distributed_sampler: bool = True,
     overfit: bool = False,
 ) -> DataLoader[Any]:
-    """The same loader with its sampler replaced by this rank's shard (a new DataLoader; the
-    user's loader is left as it was). ``overfit``: the same batches every epoch, so a shuffling
-    training loader is rebuilt in order."""
-    if overfit and train and isinstance(getattr(loader, "sampler", None), RandomSampler):
-        loader = _rebuilt(loader, SequentialSampler(loader.dataset))  # type: ignore[arg-type]
-        train = False
-    if world_size == 1 or not use_distributed_sampler:
-        return loader
-    if isinstance(loader.dataset, IterableDataset):
-        return loader  # the dataset shards itself (it sees the rank through torch.distributed)
-    sampler = loader.sampler
-    if isinstance(sampler, DistributedSampler | ShardSampler):
-        return loader
-    batch_sampler = loader.batch_sampler
-    if batch_sampler is not None and type(batch_sampler) is not BatchSampler:
+    """The same loader with its sampler replaced by this rank's shard: a new loader of the same
+    class and options (a batch sampler of the user's rebuilt around the shard, as Lightning
+    does); the user's loader is left as it was. ``overfit``: the same batches every epoch, so a
+    shuffling training loader is rebuilt in order. With ``seed_everything(..., workers=True)``
+    a loader with workers and no ``worker_init_fn`` gets Lightning's."""
+    extra = _worker_init(loader, rank)
+    inner = index_sampler(loader)
+    if overfit and train and isinstance(inner, RandomSampler):
+        in_order = SequentialSampler(loader.dataset)  # type: ignore[arg-type]
+        loader, train, extra = rebuild_loader(loader, in_order, **extra), False, {}
+        inner = index_sampler(loader)
+    distributed = world_size > 1 and use_distributed_sampler
+    if not distributed or isinstance(loader.dataset, IterableDataset):
+        # an iterable dataset shards itself (it sees the rank through torch.distributed)
+        same: Any = loader.sampler
+        return rebuild_loader(loader, same, **extra) if extra else loader
+    if isinstance(inner, DistributedSampler | ShardSampler):
+        return rebuild_loader(loader, inner, **extra) if extra else loader
+    if inner is None or not isinstance(inner, RandomSampler | SequentialSampler):
+        where = " in its batch_sampler" if user_batch_sampler(loader) is not None else ""
         raise MisconfigurationError(
             f"DDP needs each rank to load its own shard, but this DataLoader uses a custom "
-            f"batch_sampler ({type(batch_sampler).__name__}) that ddpkit cannot rebuild. Fix: "
-            f"make it shard by rank (torch.distributed.get_rank()) and pass "
+            f"sampler ({type(inner).__name__}){where} that ddpkit cannot replace. Fix: "
+            f"wrap it so it shards by rank, or use a DistributedSampler, and pass "
             f"Trainer(use_distributed_sampler=False)."
         )
-    if not isinstance(sampler, RandomSampler | SequentialSampler):
-        raise MisconfigurationError(
-            f"DDP needs each rank to load its own shard, but this DataLoader uses a custom "
-            f"sampler ({type(sampler).__name__}) that ddpkit cannot replace. Fix: wrap it so "
-            f"it shards by rank, or use a DistributedSampler, and pass "
-            f"Trainer(use_distributed_sampler=False)."
-        )
-    shuffle = train and isinstance(sampler, RandomSampler)
+    shuffle = train and isinstance(inner, RandomSampler)
     new_sampler: Sampler[int]
     if predict:
         new_sampler = ShardSampler(len(loader.dataset), rank, world_size)  # type: ignore[arg-type]
@@ -112,15 +100,28 @@ def distribute(
         new_sampler = DistributedSampler(
             loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
         )
-    return _rebuilt(loader, new_sampler)
+    return rebuild_loader(loader, new_sampler, predict=predict, **extra)
 
 
-def _rebuilt(loader: DataLoader[Any], sampler: Sampler[int]) -> DataLoader[Any]:
-    kwargs = {k: getattr(loader, k) for k in _LOADER_ARGS if hasattr(loader, k)}
-    if kwargs.get("num_workers", 0) == 0:
-        kwargs.pop("prefetch_factor", None)
-        kwargs.pop("persistent_workers", None)
-    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=sampler, **kwargs)
+def _worker_init(loader: DataLoader[Any], rank: int) -> dict[str, Any]:
+    """Lightning's ``worker_init_fn`` for a loader with workers and none of its own, after
+    ``seed_everything(..., workers=True)`` (which sets ``PL_SEED_WORKERS=1``)."""
+    if os.environ.get(ENV_SEED_WORKERS, "0") != "1":
+        return {}
+    if loader.num_workers == 0 or loader.worker_init_fn is not None:
+        return {}
+    return {"worker_init_fn": functools.partial(worker_init_function, rank=rank)}
+
+
+def set_sampler_epoch(loader: Any, epoch: int) -> None:
+    """``set_epoch`` on the loader's sampler and its batch sampler's (a different shuffle every
+    epoch, the same on every rank)."""
+    samplers = [getattr(loader, "sampler", None)]
+    samplers.append(getattr(getattr(loader, "batch_sampler", None), "sampler", None))
+    for sampler in {id(s): s for s in samplers if s is not None}.values():
+        set_epoch = getattr(sampler, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
 
 
 def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | None:
@@ -133,16 +134,20 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | Non
     if limit is None or (type(limit) is float and limit == 1.0):
         return total
     if isinstance(limit, bool):
-        raise MisconfigurationError(f"limit_*_batches={limit!r}: pass an int or a fraction.")
+        raise MisconfigurationError(
+            f"limit_*_batches={safe_repr(limit)}: pass an int or a fraction."
+        )
     if isinstance(limit, int):
         return limit if total is None else min(limit, total)
     if not 0.0 <= limit <= 1.0:
         raise MisconfigurationError(
-            f"limit_*_batches={limit!r}: a fraction must lie in [0, 1]; an int counts batches."
+            f"limit_*_batches={safe_repr(limit)}: a fraction must lie in [0, 1]; an int counts "
+            "batches."
         )
     if total is None:
         raise MisconfigurationError(
-            f"limit_*_batches={limit!r}: a fraction needs a loader with a length; pass an int."
+            f"limit_*_batches={safe_repr(limit)}: a fraction needs a loader with a length; pass "
+            "an int."
         )
     return math.floor(total * limit) if limit < 1.0 else total
 

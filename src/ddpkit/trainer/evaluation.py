@@ -9,12 +9,17 @@ per batch ``on_{stage}_batch_start`` / the step / ``on_{stage}_batch_end``, then
 from __future__ import annotations
 
 import contextlib
+import io
+import math
+import pickle
+import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from ddpkit.callbacks.dispatch import module_hook
-from ddpkit.errors import DDPKitDeprecationWarning
+from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
 from ddpkit.utilities.rank_zero import rank_zero_warn
@@ -48,7 +53,7 @@ def log_epoch_row(ctx: StageContext, values: dict[str, float]) -> None:
     row = {**values, "epoch": state.current_epoch}
     state.epoch_rows += 1
     for logger in state.loggers:
-        logger.log_metrics(row, step=state.global_step)
+        logger.log_metrics(row, step=state.batches_stepped)
 
 
 def _mode(model: Any) -> dict[Any, bool]:
@@ -74,31 +79,42 @@ def evaluate(
     epoch_end = warn_legacy_hook(
         model, f"{name}_epoch_end", f"collect outputs in {name}_step and use on_{name}_epoch_end()"
     )
+    if not sanity:
+        _count_batches(ctx, stage, n)
     previous = (metrics.stage, metrics.step_level)
-    metrics.stage, metrics.step_level, metrics.enabled = stage, False, not sanity
+    metrics.stage, metrics.step_level, metrics.sanity = stage, False, sanity
     mode = _mode(model)
-    if module_hook(model, f"on_{name}_model_eval") is not None:
-        dispatch.call_module(f"on_{name}_model_eval")
-    else:
-        model.eval()
-    dispatch.call(f"on_{name}_start")
-    dispatch.call(f"on_{name}_epoch_start")
-    bar = ctx.state.progress
-    bar.start(n, "sanity check" if sanity else stage)
+    # The whole epoch, its hooks too, under no_grad / inference_mode (Lightning's loop is).
     with no_grad(ctx):
+        if module_hook(model, f"on_{name}_model_eval") is not None:
+            dispatch.call_module(f"on_{name}_model_eval")
+        else:
+            model.eval()
+        dispatch.call(f"on_{name}_start")
+        dispatch.call(f"on_{name}_epoch_start")
+        bar = ctx.state.progress
+        bar.start(n, "sanity check" if sanity else stage)
         outputs = _batches(ctx, name, loader, n, step, step_end, keep=epoch_end is not None)
-        if epoch_end is not None:
-            epoch_end(outputs)
-    bar.close()
-    values = _close_epoch(ctx, stage, name, sanity)
-    metrics.stage, metrics.step_level = previous
-    metrics.enabled = True
-    dispatch.call(f"on_{name}_end")
-    if module_hook(model, f"on_{name}_model_train") is not None:
-        dispatch.call_module(f"on_{name}_model_train")
-    else:
-        _restore(mode)
+        bar.close()
+        values = _close_epoch(ctx, stage, name, sanity, lambda: epoch_end and epoch_end(outputs))
+        metrics.stage, metrics.step_level = previous
+        metrics.sanity = False
+        dispatch.call(f"on_{name}_end")
+        if module_hook(model, f"on_{name}_model_train") is not None:
+            dispatch.call_module(f"on_{name}_model_train")
+        else:
+            _restore(mode)
     return values
+
+
+def _count_batches(ctx: StageContext, stage: str, n: int | None) -> None:
+    """``trainer.num_val_batches`` / ``num_test_batches`` of the running epoch (Lightning's:
+    one count per loader, ``inf`` for a loader without a length)."""
+    counts: list[int | float] = [math.inf if n is None else n]
+    if stage == "validate":
+        ctx.state.num_val_batches = counts
+    else:
+        ctx.state.num_test_batches = counts
 
 
 def _batches(
@@ -127,21 +143,36 @@ def _batches(
             outputs.append(out)
         for hook in batch_end:
             hook(out, batch, batch_idx)
+        _eval_step_row(ctx, batch_idx)
         bar.update(bar_values)
     return outputs
 
 
-def _close_epoch(ctx: StageContext, stage: str, name: str, sanity: bool) -> dict[str, float]:
-    """The epoch's values published before ``on_{name}_epoch_end`` (so callbacks read them in
-    ``trainer.callback_metrics``) and again after it, with what that hook logged."""
+def _eval_step_row(ctx: StageContext, seen: int) -> None:
+    """The batch's ``on_step`` values to the loggers, at the batch's number within this
+    evaluation (Lightning's ``update_eval_step_metrics``)."""
+    pending = ctx.state.metrics.eval_step_row
+    if not pending:
+        return
+    row = {name: float(value) for name, value in pending.items()}
+    pending.clear()
+    for logger in ctx.state.loggers:
+        logger.log_metrics(row, step=seen)
+
+
+def _close_epoch(
+    ctx: StageContext, stage: str, name: str, sanity: bool, legacy_epoch_end: Callable[[], Any]
+) -> dict[str, float]:
+    """The epoch's values published before the epoch-end hooks (the 1.x ``{name}_epoch_end``,
+    then ``on_{name}_epoch_end``), so they read them in ``trainer.callback_metrics``, and what
+    those hooks log as it is logged; then the epoch's row goes to the loggers."""
     metrics = ctx.state.metrics
-    if sanity:
-        ctx.dispatch.call(f"on_{name}_epoch_end")
-        metrics.discard_epoch(stage)
-        return {}
-    values = metrics.end_epoch(stage)
+    values = metrics.end_epoch(stage, closing=True)
+    legacy_epoch_end()
     ctx.dispatch.call(f"on_{name}_epoch_end")
     values.update(metrics.end_epoch(stage))
+    if sanity:
+        return {}  # the sanity check's values go to no logger
     log_epoch_row(ctx, values)
     return values
 
@@ -153,6 +184,7 @@ def predict(
     shards gathered one after another); None when ``keep`` is False."""
     model, dispatch = ctx.model, ctx.dispatch
     n = num_batches(loader, limit)
+    ctx.state.num_predict_batches = [math.inf if n is None else n]
     step = module_hook(model, "predict_step")
     mode = _mode(model)
     if module_hook(model, "on_predict_model_eval") is not None:
@@ -184,8 +216,38 @@ def predict(
     _restore(mode)
     if not keep:
         return None
-    gathered = ctx.plugin.all_gather_object(out)
+    gathered = gather_predictions(ctx.plugin, out)
     return [p for rank_predictions in gathered for p in rank_predictions]
+
+
+def gather_predictions(plugin: Any, mine: list[Any]) -> list[list[Any]]:
+    """Every rank's predictions, in rank order. They travel as ``torch.save`` bytes and are read
+    with ``torch.load(weights_only=True)``, which builds tensors and plain containers only: no
+    code runs from another rank's bytes (ddpkit's own exchanges never unpickle)."""
+    if plugin.world_size == 1:
+        return [mine]
+    buffer = io.BytesIO()
+    torch.save(mine, buffer)
+    gathered = plugin.all_gather_bytes(buffer.getvalue())
+    out: list[list[Any]] = []
+    for rank, data in enumerate(gathered):
+        if rank == plugin.global_rank:
+            out.append(mine)
+            continue
+        try:
+            out.append(torch.load(io.BytesIO(data), weights_only=True))
+        except pickle.UnpicklingError as err:
+            found = re.search(r"GLOBAL (\S+)", str(err))
+            what = found.group(1) if found else "an object"
+            raise MisconfigurationError(
+                f"Trainer.predict: rank {rank}'s predictions hold {what}, which "
+                f"torch.load(weights_only=True) does not build. ddpkit gathers the "
+                f"ranks' predictions that way, so that no code runs from another rank's bytes. "
+                f"Fix: return tensors, numbers, strings, or lists, tuples and dicts of them from "
+                f"predict_step (or register your class: "
+                f"torch.serialization.add_safe_globals([YourClass]))."
+            ) from None
+    return out
 
 
 def to_cpu(value: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ddpkit.callbacks.dispatch import is_callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import did_you_mean
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
 
 
 def call(name: str, value: Any) -> str:
-    return f"Trainer({name}={value!r})"
+    return f"Trainer({name}={safe_repr(value)})"
 
 
 def bad(name: str, value: Any, problem: str) -> MisconfigurationError:

@@ -76,7 +76,7 @@ def map_legacy(name: str, value: Any) -> tuple[dict[str, Any], Callable[[], None
         raise bad(
             name,
             value,
-            f"a Lightning 1.x keyword that takes {row.accepts}. "
+            f"Invalid type provided for {name}: a Lightning 1.x keyword that takes {row.accepts}. "
             f"Fix: {as_call(spell(row.example))}.",
         )
     mapping = LEGACY_MAPPED[name](value)

@@ -11,10 +11,8 @@ state, the sanity check, the epochs, ``on_fit_end``. Last, ``teardown`` and the 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,17 +23,21 @@ from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.core.module import Module
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
+from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.ranks.protocol import skip_stage
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import find_loader, loader_hook, num_batches
 from ddpkit.trainer.evaluation import evaluate, predict
+from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
+from ddpkit.trainer.restart import FitStart, Resume
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["StageRequest", "merge_callbacks", "run_stage"]
 
@@ -52,6 +54,8 @@ class StageRequest:
     weights_only: bool
     return_state: bool
     return_predictions: bool = True
+    #: the launching process's state when this fit first started (kept for its restarts)
+    fit_start: Any = None
 
 
 def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
@@ -71,55 +75,20 @@ def _is_checkpoint(callback: Any) -> bool:
     return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
 
 
-@contextlib.contextmanager
-def _deterministic(enabled: bool | str, device: torch.device) -> Iterator[None]:
-    """``Trainer(deterministic=True)`` (or "warn"): deterministic algorithms for the stage, then
-    the process's own setting again (it is global state; a later stage or test must not inherit
-    it). cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
-    ``CUBLAS_WORKSPACE_CONFIG`` unless the user did."""
-    if not enabled:
-        yield
-        return
-    previous = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    set_cublas = device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
-    if set_cublas:
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-    torch.use_deterministic_algorithms(True, warn_only=enabled == "warn")
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(previous, warn_only=warn_only)
-        if set_cublas:
-            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
-
-
-@contextlib.contextmanager
-def _benchmark(config: LoopConfig) -> Iterator[None]:
-    """``Trainer(benchmark=...)``: cuDNN's autotuner for the stage (off when deterministic)."""
-    wanted = config.benchmark
-    if wanted is None and config.deterministic:
-        wanted = False
-    if wanted is None:
-        yield
-        return
-    previous = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = wanted
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.benchmark = previous
-
-
 def run_stage(
     trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
+    if isinstance(plugin, DDPPlugin) and skip_stage():
+        # A restarted job's child: this stage of the script ended before the failure.
+        return StageOutput(result=[] if request.fn in ("validate", "test") else None)
+    if request.fn == "fit":
+        FitStart.enter(request, state.callbacks)
     with (
         plugin.running(),
-        _deterministic(config.deterministic, plugin.root_device),
-        _benchmark(config),
+        deterministic(config.deterministic, plugin.root_device),
+        benchmark(config),
     ):
         ctx = _begin(trainer, state, config, request)
         try:
@@ -155,14 +124,22 @@ def _begin(
     # a stage starts with none, so a rank left alone in it can still be ended cleanly.
     versions: list[Any] = []
     if state.loggers:
+        # JSON, not a pickle (ddpkit's own exchanges never unpickle): only ddpkit's loggers take
+        # a version (``attach``), an int or a str.
         versions = [
-            getattr(lg, "version", None) if trainer.is_global_zero else None for lg in state.loggers
+            getattr(lg, "version", None)
+            if trainer.is_global_zero and callable(getattr(lg, "attach", None))
+            else None
+            for lg in state.loggers
         ]
-        versions = trainer.strategy.broadcast_object(versions)
+        versions = trainer.strategy.broadcast_json(versions)
     for logger, version in zip(state.loggers, versions):
         attach = getattr(logger, "attach", None)
         if callable(attach):
             attach(trainer.global_rank, version)
+        begin_run = getattr(logger, "begin_run", None)
+        if callable(begin_run):  # a fit that resumes nothing starts a metrics file of its own
+            begin_run(request.fn == "fit" and request.ckpt_path is None)
     ctx = StageContext(trainer, state, config, trainer.strategy, trainer.precision_plugin, model)
     state.dispatcher = ctx.dispatch
     return ctx
@@ -194,28 +171,34 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     state, fn = ctx.state, request.fn
     _prepare_data(ctx)
     _setup(ctx, fn)
+    resume = Resume.decide(ctx.plugin, state.callbacks, request.ckpt_path, fn)
     checkpoint = None
-    if request.ckpt_path is not None:
-        checkpoint = load_checkpoint(request.ckpt_path, weights_only=request.weights_only)
+    if resume.path is not None:
+        _info(ctx, f"Restoring states from the checkpoint path at {resume.path}")
+        checkpoint = load_checkpoint(resume.path, weights_only=request.weights_only)
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
-        state.ckpt_path = request.ckpt_path
+        state.ckpt_path = resume.path
+        if fn != "fit":
+            _info(ctx, f"Loaded model weights from the checkpoint at {resume.path}")
+    resume.announce(ctx.plugin, checkpoint)
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
     state.model = model
     if fn == "fit":
-        _fit(ctx, request, checkpoint)
+        _fit(ctx, request, checkpoint, resume.before_epochs(ctx.plugin, checkpoint))
         return None
     if fn in ("validate", "test"):
         state.status.stage = fn
         loader = find_loader(fn, request.loaders[0], state.datamodule, model)
         _require(loader, fn)
         limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
-        values = evaluate(ctx, fn, ctx.prepare(loader, train=False), limit)
+        kind = "val" if fn == "validate" else "test"
+        values = evaluate(ctx, fn, ctx.prepare(loader, train=False, kind=kind), limit)
         return [values]
     state.status.stage = "predict"
     loader = find_loader("predict", request.loaders[0], state.datamodule, model)
     _require(loader, "predict")
-    prepared = ctx.prepare(loader, train=False, predict=True)
+    prepared = ctx.prepare(loader, train=False, predict=True, kind="predict")
     return predict(ctx, prepared, ctx.config.limit_predict_batches, request.return_predictions)
 
 
@@ -229,7 +212,8 @@ def _require(loader: Any, fn: str) -> None:
         )
 
 
-def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | None) -> None:
+def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epochs: Any) -> None:
+    """``before_epochs``: called just before the first epoch (a restart's RNG states)."""
     state, config, model = ctx.state, ctx.config, ctx.model
     if not getattr(model, "automatic_optimization", True):
         raise MisconfigurationError(
@@ -237,39 +221,87 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: dict[str, Any] | 
             f"automatic optimization only. Fix: subclass pytorch_lightning.LightningModule and "
             f"train it with ddpkit.lightning.Trainer (manual optimization), or leave it True."
         )
-    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
-    state.optimizers, state.lr_scheduler_configs = optimizers, schedulers
-    state.current_epoch = state.global_step = state.epochs_completed = 0
+    # 1.x: a training type may ask for the optimizers after the model is wrapped
+    # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
+    late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
+    optimizers, schedulers = ([], []) if late else _optimizers(ctx)
+    state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
     step_module = StepModule(model)
     wrapped = ctx.plugin.wrap_model(step_module)
     ctx.dispatch.call("on_fit_start")
+    if late:
+        optimizers, schedulers = _optimizers(ctx)
     _log_hyperparams(ctx)
     start_epoch = 0
     if checkpoint is not None:
         start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
-        state.epochs_completed = start_epoch
+        state.epochs_completed, state.batches_stepped = start_epoch, state.global_step
+        if "loops" in checkpoint:
+            # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
+            # (its sanity check runs in it); the loop then starts at start_epoch.
+            state.current_epoch = int(checkpoint.get("epoch", start_epoch))
+        if 0 <= config.max_epochs < state.current_epoch:
+            raise MisconfigurationError(
+                f"Trainer(max_epochs={config.max_epochs}).fit(ckpt_path={request.ckpt_path!r}): "
+                f"You restored a checkpoint with current_epoch={state.current_epoch}, but you have "
+                f"set Trainer(max_epochs={config.max_epochs}) (Lightning's check). Fix: "
+                f"Trainer(max_epochs={state.current_epoch + 1}) or more, or another checkpoint."
+            )
+        _info(ctx, f"Restored all states from the checkpoint at {request.ckpt_path}")
 
     def train_loader() -> Any:
         found = find_loader("train", request.loaders[0], state.datamodule, model)
         _require(found, "fit")
-        return ctx.prepare(found, train=True)
+        return ctx.prepare(found, train=True, kind="train")
 
     def val_loader() -> Any:
         found = find_loader("validate", request.loaders[1], state.datamodule, model)
-        return ctx.prepare(found, train=False) if found is not None else None
+        return ctx.prepare(found, train=False, kind="val") if found is not None else None
 
     validation = _validation_defined(ctx, request)
     val = None
+    state.num_sanity_val_batches = [0] if validation else []  # Lightning's, when none run
     if validation and config.num_sanity_val_steps:
         val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
     state.status.stage = "train"
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
         get_val = (lambda: val) if val is not None else val_loader
-        loop.run(train_loader, get_val, validation, start_epoch)
+        loop.run(
+            train_loader,
+            get_val,
+            validation,
+            start_epoch,
+            val_loaded=val is not None,
+            before_epochs=before_epochs,
+        )
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
+    state.progress.fit_end(ctx.trainer)
+
+
+def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
+    """``configure_optimizers``, parsed; several optimizers need manual optimization (Lightning
+    2.x refuses them under automatic optimization, which would step them all on one loss)."""
+    model = ctx.model
+    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    if len(optimizers) > 1:
+        names = ", ".join(type(o).__name__ for o in optimizers)
+        raise MisconfigurationError(
+            f"{type(model).__name__}.configure_optimizers returned {len(optimizers)} optimizers "
+            f"({names}): automatic optimization steps one optimizer on the loss training_step "
+            f"returns (Lightning 2.x refuses several too). Fix: one optimizer (parameter groups "
+            f"give parts of the model their own lr), or train a pytorch_lightning.LightningModule "
+            f"with automatic_optimization = False on ddpkit.lightning.Trainer."
+        )
+    ctx.state.optimizers, ctx.state.lr_scheduler_configs = optimizers, schedulers
+    return optimizers, schedulers
+
+
+def _info(ctx: StageContext, message: str) -> None:
+    if ctx.plugin.is_global_zero:
+        rank_zero_info(message)
 
 
 def _validation_defined(ctx: StageContext, request: StageRequest) -> bool:
@@ -297,6 +329,7 @@ def _sanity_check(ctx: StageContext, get_val: Any) -> Any:
         n_val = num_batches(loader, limit)
         n = n_val if steps == -1 else (steps if n_val is None else min(steps, n_val))
         state.num_sanity_val_batches = [n if n is not None else math.inf]
+        state.num_val_batches = [n_val if n_val is not None else math.inf]  # Lightning's too
         evaluate(ctx, "validate", loader, n, sanity=True)
     ctx.dispatch.call_callbacks("on_sanity_check_end")
     state.status.stage = "train"

@@ -103,12 +103,21 @@ class MetricStore:
         # Per stage: a validation inside a training epoch closes its own epoch values only.
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
-        self.enabled = True
+        #: the sanity check: values reach callback_metrics only (Lightning's: a callback reads
+        #: them; no logger row, no logged or progress-bar value; all reset after it)
+        self.sanity = False
+        #: step values logged in an evaluation batch (``on_step=True``): the row Lightning
+        #: writes after that batch
+        self.eval_step_row: dict[str, torch.Tensor] = {}
         #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
         #: elsewhere (epoch-end hooks, evaluation) to the epoch value
         self.step_level = True
         #: a step value went to the loggers' side of the store during this fit
         self.logged_step_value = False
+        #: stages whose epoch is closing (between the two :meth:`end_epoch` calls around the
+        #: epoch-end hooks): a value logged there is published at once, so a callback that
+        #: runs after the hook that logged it reads it (Lightning's callback_metrics do)
+        self._closing: set[str] = set()
 
     @property
     def stage(self) -> str:
@@ -167,8 +176,6 @@ class MetricStore:
         reduce_fx: str,
         batch_size: int | None,
     ) -> None:
-        if not self.enabled:
-            return
         if reduce_fx not in _REDUCE_FX:
             raise MisconfigurationError(
                 f"self.log({name!r}, ..., reduce_fx={reduce_fx!r}): choose one of "
@@ -191,12 +198,15 @@ class MetricStore:
             self._callback_metrics[step_name] = step_value
             if both:
                 self._callback_metrics[name] = step_value
-            if logger:
+            if logger and not self.sanity:
                 self._logged_metrics[step_name] = step_value
-                self.logged_step_value = True
-                if self.step_row_due:
-                    self.pending_step_row[step_name] = float(step_value)
-            if prog_bar:
+                if self.stage != "train":
+                    self.eval_step_row[step_name] = step_value
+                else:
+                    self.logged_step_value = True
+                    if self.step_row_due:
+                        self.pending_step_row[step_name] = float(step_value)
+            if prog_bar and not self.sanity:
                 self._bar[step_name] = step_value
         if on_epoch:
             accumulators = self._epoch.setdefault(self.stage, {})
@@ -210,33 +220,48 @@ class MetricStore:
                 acc = _EpochAccumulator(init, 0.0, reduce_fx, sync_dist, prog_bar, logger, names)
                 accumulators[name] = acc
             acc.add(v, float(batch_size or 1))
+            if self.stage in self._closing:
+                self._publish(acc)  # every rank logs here alike: a sync_dist reduce is safe
 
-    def end_epoch(self, stage: str | None = None) -> dict[str, float]:
-        """Close the epoch: reduce (sync_dist) and publish each epoch value; return them."""
-        out: dict[str, float] = {}
-        accumulators = self._epoch.pop(self.stage if stage is None else stage, {})
+    def _publish(self, acc: _EpochAccumulator) -> float:
+        """Reduce (sync_dist) and publish one epoch value; return it."""
+        value = acc.local_value()
+        if acc.sync_dist:
+            if acc.reduce_fx == "mean":
+                # A weighted mean across ranks: reduce the sums and the weights.
+                both = self.reduce(acc.sum_and_weight(), "sum")
+                value = both[0] / both[1].clamp_min(1e-12)
+            else:
+                value = self.reduce(value, acc.reduce_fx)
+        value = value.float().cpu()
+        for published in acc.names:
+            self.callback_metrics[published] = value
+        if self.sanity:
+            return float(value)
+        first = acc.names[0]
+        if acc.logger:
+            self.logged_metrics[first] = value
+        if acc.prog_bar:
+            self._bar[first] = value
+        return float(value)
+
+    def end_epoch(self, stage: str | None = None, *, closing: bool = False) -> dict[str, float]:
+        """Close the epoch: reduce (sync_dist) and publish each epoch value; return those for
+        the loggers (``logger=True``: the epoch's row, and what validate / test return).
+        ``closing``: the epoch-end hooks run next, and what they log is published as it is
+        logged; the loop then calls this again without it, which ends the closing."""
+        stage = self.stage if stage is None else stage
+        accumulators = self._epoch.pop(stage, {})
+        out = {}
         for _, acc in sorted(accumulators.items()):
-            value = acc.local_value()
-            if acc.sync_dist:
-                if acc.reduce_fx == "mean":
-                    # A weighted mean across ranks: reduce the sums and the weights.
-                    both = self.reduce(acc.sum_and_weight(), "sum")
-                    value = both[0] / both[1].clamp_min(1e-12)
-                else:
-                    value = self.reduce(value, acc.reduce_fx)
-            value = value.float().cpu()
-            for published in acc.names:
-                self.callback_metrics[published] = value
-            first = acc.names[0]
-            if acc.logger:
-                self.logged_metrics[first] = value
-            if acc.prog_bar:
-                self._bar[first] = value
-            out[first] = float(value)
+            value = self._publish(acc)
+            if acc.logger and not self.sanity:
+                out[acc.names[0]] = value
+        if closing:
+            self._closing.add(stage)
+        else:
+            self._closing.discard(stage)
         return out
-
-    def discard_epoch(self, stage: str | None = None) -> None:
-        self._epoch.pop(self.stage if stage is None else stage, None)
 
     def reset(self) -> None:
         """Forget every value (a new stage starts from nothing, as Lightning's does)."""
@@ -244,6 +269,8 @@ class MetricStore:
         self._logged_metrics = {}
         self._bar = {}
         self._epoch = {}
+        self._closing = set()
         self.pending_step_row = {}
+        self.eval_step_row = {}
         self._device_values = False
         self.logged_step_value = False

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["SchedulerConfig", "parse_optimizers"]
 
@@ -38,13 +39,15 @@ def _scheduler(item: Any) -> SchedulerConfig:
         interval = item.get("interval", "epoch")
         if interval not in ("epoch", "step"):
             raise MisconfigurationError(
-                f"configure_optimizers: lr_scheduler interval={interval!r}; choose 'epoch' "
+                f"configure_optimizers: lr_scheduler interval={safe_repr(interval)}; choose "
+                "'epoch' "
                 f"or 'step'."
             )
         frequency = item.get("frequency", 1)
         if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
             raise MisconfigurationError(
-                f"configure_optimizers: lr_scheduler frequency={frequency!r}; pass an int ≥ 1."
+                f"configure_optimizers: lr_scheduler frequency={safe_repr(frequency)}; pass an "
+                "int ≥ 1."
             )
         return SchedulerConfig(
             item["scheduler"],

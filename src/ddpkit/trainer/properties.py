@@ -105,7 +105,10 @@ class ConfigProperties:
         return self._config.max_epochs
 
     @property
-    def min_epochs(self) -> int:
+    def min_epochs(self) -> int | None:
+        """None until a fit ran unless given (Lightning's), then the fit's minimum (0)."""
+        if self._config.min_epochs_given is None and not self._state.fitted:
+            return None
         return self._config.min_epochs
 
     @property
@@ -113,7 +116,7 @@ class ConfigProperties:
         return self._config.max_steps
 
     @property
-    def min_steps(self) -> int:
+    def min_steps(self) -> int | None:
         return self._config.min_steps
 
     @property
@@ -133,8 +136,10 @@ class ConfigProperties:
         return self._config.check_val_every_n_epoch
 
     @property
-    def num_sanity_val_steps(self) -> int:
-        return self._config.num_sanity_val_steps
+    def num_sanity_val_steps(self) -> int | float:
+        """Lightning's: ``inf`` for -1 (the whole loader)."""
+        steps = self._config.num_sanity_val_steps
+        return math.inf if steps == -1 else steps
 
     @property
     def log_every_n_steps(self) -> int:
@@ -222,9 +227,7 @@ class ConfigProperties:
         return True if n == 1 else n
 
     @property
-    def val_check_batch(self) -> int | float:
-        interval = self._config.val_check_interval
-        if isinstance(interval, int):
-            return interval
-        n = self._state.num_training_batches
-        return math.inf if n == math.inf else max(1, int(n * interval))
+    def val_check_batch(self) -> int | float | None:
+        """Validate every this many training batches: set when ``fit`` knows the epoch's length
+        (None before, as in Lightning)."""
+        return self._state.val_check_batch

@@ -49,6 +49,11 @@ class LoopState:
     status: TrainerState = field(default_factory=TrainerState)
     current_epoch: int = 0
     global_step: int = 0
+    batches_stepped: int = 0
+    """Lightning's ``_batches_that_stepped``, the step the loggers' rows carry: during a
+    training batch it counts the batches before it (so a row logged after the batch's optimizer
+    step, or by a validation it triggers, carries ``global_step - 1``), as the epoch's row
+    does."""
     should_stop: bool = False
     model: nn.Module | None = None
     """The module of the latest stage (what validate / test / predict use without a model)."""
@@ -63,6 +68,10 @@ class LoopState:
     ckpt_path: str | None = None
     """The checkpoint the latest stage loaded."""
     is_last_batch: bool = False
+    fitted: bool = False
+    """A fit has started (Lightning's fit-time values, ``min_epochs``, are reported then)."""
+    val_check_batch: int | float | None = None
+    """Validate every this many training batches (``fit`` sets it, Lightning's rule)."""
     epochs_completed: int = 0
     """Training epochs whose batches all ran (what a checkpoint resumes after)."""
     dispatcher: Any = None
@@ -76,8 +85,9 @@ class LoopState:
     def begin(self, fn: str) -> None:
         self.status = TrainerState(fn=fn, stage=None, status="running")
         self.should_stop = False
-        self.is_last_batch = False
-        if fn == "fit":
+        if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
+            self.is_last_batch = False
+            self.fitted = True
             self.step_rows = self.epoch_rows = 0
 
     def end(self, status: str = "finished") -> None:
@@ -88,6 +98,11 @@ class LoopState:
         return {
             "current_epoch": self.current_epoch,
             "global_step": self.global_step,
+            "batches_stepped": self.batches_stepped,
+            "fitted": self.fitted,
+            "val_check_batch": self.val_check_batch,
+            "is_last_batch": self.is_last_batch,
+            "num_sanity_val_batches": self.num_sanity_val_batches,
             "should_stop": self.should_stop,
             "status": self.status,
             "num_training_batches": self.num_training_batches,

@@ -22,9 +22,14 @@ from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
 from ddpkit.trainer.loop import StageRequest, merge_callbacks, run_stage
 from ddpkit.trainer.loop_properties import LoopProperties
+from ddpkit.trainer.preflight import check_folders, folders_of
 from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
+from ddpkit.trainer.restart import KeptCheckpoint, check_restarts, rng_states
+from ddpkit.trainer.results_table import print_results
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
+from ddpkit.utilities.rank_zero import rank_zero_info
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["Trainer"]
 
@@ -35,12 +40,17 @@ def _default_callbacks(config: LoopConfig) -> list[Any]:
     callbacks = list(config.callbacks)
     has_checkpoint = any(isinstance(cb, ModelCheckpoint) for cb in callbacks)
     if has_checkpoint and not config.enable_checkpointing:
+        keyword = config.checkpointing_keyword
+        flag = f"{keyword}={keyword == 'barebones'}"
         raise MisconfigurationError(
-            "Trainer(enable_checkpointing=False, callbacks=[ModelCheckpoint(...)]): the two "
-            "contradict each other. Fix: drop enable_checkpointing=False (or the ModelCheckpoint)."
+            f"Trainer({flag}, callbacks=[ModelCheckpoint(...)]): Trainer was configured with "
+            f"{flag} but found ModelCheckpoint in callbacks list: {flag} turns checkpointing "
+            f"off. Fix: drop {flag} (or the ModelCheckpoint)."
         )
     if config.enable_checkpointing and not has_checkpoint:
         callbacks.append(ModelCheckpoint())
+    elif config.max_restarts and not has_checkpoint:
+        callbacks.append(KeptCheckpoint())  # a restart resumes from ddpkit's own
     if config.max_time is not None:
         callbacks.append(Timer(duration=config.max_time, interval="step"))
     has_summary = any(isinstance(cb, ModelSummary) for cb in callbacks)
@@ -56,6 +66,22 @@ def _loggers(config: LoopConfig) -> list[Any]:
     if config.logger is False:
         return []
     return list(config.logger) if isinstance(config.logger, list) else [config.logger]
+
+
+def _say_fast_dev_run(config: LoopConfig) -> None:
+    if config.fast_dev_run:
+        rank_zero_info(
+            f"Running in `fast_dev_run` mode: will run the requested loop using "
+            f"{config.fast_dev_run} batch(es). Logging and checkpointing is suppressed."
+        )
+
+
+def _check_verbose(stage: str, verbose: Any) -> None:
+    if not isinstance(verbose, bool):
+        raise MisconfigurationError(
+            f"Trainer.{stage}(verbose={safe_repr(verbose)}): pass True (print the results "
+            f"table) or False. Fix: verbose=True."
+        )
 
 
 class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
@@ -112,6 +138,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         default_root_dir: str | os.PathLike[str] | None = None,
         enable_autolog_hparams: bool = True,
         model_registry: str | None = None,
+        max_restarts: int = 0,
         gpus: int | str | list[int] | None = None,
         num_processes: int | None = None,
         **legacy: Any,
@@ -121,9 +148,11 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, legacy)
         flags = Flags.of(**{k: given[k] for k in DEVICE_FLAGS})
         self._accelerator_connector = AcceleratorConnector(flags)
+        check_restarts(self._config.max_restarts, self._accelerator_connector.plan)
         self._state = LoopState(
             callbacks=_default_callbacks(self._config), loggers=_loggers(self._config)
         )
+        _say_fast_dev_run(self._config)
 
     # -- stages --------------------------------------------------------------------------------
 
@@ -155,12 +184,15 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         datamodule: Any = None,
         weights_only: bool = True,
     ) -> list[dict[str, float]]:
-        """One validation epoch; ``[{metric: value}]``. Without a model: the fitted one (with
-        the best checkpoint's weights when a ModelCheckpoint saved one, or ``ckpt_path``'s:
-        "best", "last" or a path)."""
-        return self._launch(  # type: ignore[no-any-return]
+        """One validation epoch; ``[{metric: value}]`` (``verbose``: printed as Lightning's
+        table, on rank zero). Without a model: the fitted one (with the best checkpoint's
+        weights when a ModelCheckpoint saved one, or ``ckpt_path``'s: "best", "last" or a
+        path)."""
+        _check_verbose("validate", verbose)
+        results = self._launch(
             "validate", model, (dataloaders, None), datamodule, ckpt_path, weights_only
         )
+        return self._report(results, "validate", verbose)
 
     def test(
         self,
@@ -171,8 +203,19 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         datamodule: Any = None,
         weights_only: bool = True,
     ) -> list[dict[str, float]]:
-        """One test epoch; ``[{metric: value}]`` (the model and ``ckpt_path`` as in validate)."""
-        return self._launch("test", model, (dataloaders, None), datamodule, ckpt_path, weights_only)  # type: ignore[no-any-return]
+        """One test epoch; ``[{metric: value}]`` (the model, ``ckpt_path`` and ``verbose`` as in
+        validate)."""
+        _check_verbose("test", verbose)
+        results = self._launch(
+            "test", model, (dataloaders, None), datamodule, ckpt_path, weights_only
+        )
+        return self._report(results, "test", verbose)
+
+    def _report(self, results: Any, stage: str, verbose: bool) -> list[dict[str, float]]:
+        """Lightning's results table on rank zero (``verbose``), and the results."""
+        if verbose and results is not None and self.is_global_zero:
+            print_results(results, stage)
+        return results  # type: ignore[no-any-return]
 
     def predict(
         self,
@@ -203,6 +246,8 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         """Everything that can be checked is checked here, before any rank starts."""
         given = model is not None
         model = check_model(fn, model, self._state.model)
+        if self.is_global_zero:  # what rank zero will write: checked before any rank starts
+            check_folders(fn, folders_of(self, fn, self._state.callbacks, self._state.loggers))
         loaders, datamodule = split_datamodule(fn, loaders, datamodule, model)
         launcher = self._accelerator_connector.built.launcher
         spawn = launcher is not None and launcher.returns_to_parent
@@ -223,7 +268,8 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         if launcher is None:
             output: StageOutput = self._run_stage(fn, request)
         else:
-            output = launcher.launch(self._run_stage, fn, request)
+            restarts = self._config.max_restarts if fn == "fit" else 0
+            output = launcher.launch(self._run_stage, fn, request, max_restarts=restarts)
         if spawn and output is not None:
             self._adopt(model, datamodule, output)
         return output.result if output is not None else None
@@ -275,6 +321,8 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
             self._state.dispatcher,
             weights_only=weights_only,
             epochs_completed=self._state.epochs_completed,
+            # every rank's RNG states (gathered: a restart resumes them exactly)
+            rng=None if weights_only else rng_states(self.strategy, collective=barrier),
         )
         if self.is_global_zero:
             atomic_save(checkpoint, filepath)

@@ -19,10 +19,11 @@ from torch import nn
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import num_batches
+from ddpkit.trainer.data import num_batches, set_sampler_epoch
 from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
+from ddpkit.utilities.rank_zero import rank_zero_info
 
 __all__ = ["FitLoop"]
 
@@ -61,22 +62,33 @@ class FitLoop:
         get_val: Callable[[], Any],
         validation: bool,
         start_epoch: int,
+        val_loaded: bool = False,
+        before_epochs: Callable[[], None] | None = None,
     ) -> None:
+        """``val_loaded``: the sanity check made the val loader already (its count is known).
+        ``before_epochs``: called just before the first epoch (a restart sets the RNG states of
+        the checkpoint there, where the uninterrupted run stood)."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
         if config.limit_train_batches == 0:
             return  # Lightning skips the loop, and its hooks, when there is nothing to train
         train = get_train()
         self.n_train = num_batches(train, config.limit_train_batches)
         state.num_training_batches = math.inf if self.n_train is None else self.n_train
-        if self.n_train == 0 or self._done(start_epoch):
+        state.val_check_batch = _val_check_batch(config.val_check_interval, self.n_train)
+        check_val_interval(config, self.n_train)
+        if self.n_train == 0 or _done(ctx, start_epoch):
+            say_why_fit_stopped(ctx, self.n_train, start_epoch)
             return
         self.get_val = get_val if validation else None
         state.num_val_batches = [0]
-        if validation and self._val_epoch(start_epoch):
+        if validation and (val_loaded or self._val_epoch(start_epoch)):
             self._load_val()  # else on first use, as Lightning does
+        state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
+        if before_epochs is not None:
+            before_epochs()
         epoch = start_epoch
-        while not self._done(epoch):
+        while not _done(ctx, epoch):
             every = config.reload_dataloaders_every_n_epochs
             if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
                 train = get_train()
@@ -86,43 +98,34 @@ class FitLoop:
             self._train_epoch(train, epoch)
             epoch += 1
             state.current_epoch = epoch
+        say_why_fit_stopped(ctx, self.n_train, epoch)
         ctx.dispatch.call("on_train_end")
-
-    def _can_stop(self) -> bool:
-        """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
-        state, config = self.ctx.state, self.ctx.config
-        return state.current_epoch >= config.min_epochs and state.global_step >= config.min_steps
-
-    def _done(self, epoch: int) -> bool:
-        state, config = self.ctx.state, self.ctx.config
-        if 0 <= config.max_steps <= state.global_step:
-            return True
-        if 0 <= config.max_epochs <= epoch:
-            return True
-        met_min = epoch >= config.min_epochs and state.global_step >= config.min_steps
-        return state.should_stop and met_min
 
     def _train_epoch(self, train: Any, epoch: int) -> None:
         ctx, state, metrics = self.ctx, self.ctx.state, self.ctx.state.metrics
         state.current_epoch = epoch
-        set_epoch = getattr(getattr(train, "sampler", None), "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)  # a different shuffle every epoch, same on every rank
+        set_sampler_epoch(train, epoch)  # a different shuffle every epoch, same on every rank
         metrics.stage, metrics.step_level = "train", False
         ctx.dispatch.call("on_train_epoch_start")
         metrics.step_level = True
         ran_out = self._batches(train, epoch)
         state.epochs_completed = epoch + 1
+        # Lightning validates at the epoch's end inside its last batch, before that batch is
+        # counted in the rows' step, and logs the epoch's row at that step too.
+        state.batches_stepped -= 1
         if ran_out and self._val_due_at_end():
             self._validate()
         metrics.stage, metrics.step_level = "train", False
+        values = metrics.end_epoch("train", closing=True)
         if self.epoch_end is not None:
+            # 1.x: after the epoch's values are published, before on_train_epoch_end
             self.epoch_end(self.epoch_outputs)
             self.epoch_outputs = []
-        values = metrics.end_epoch("train")
         ctx.dispatch.train_epoch_end()
         values.update(metrics.end_epoch("train"))
         log_epoch_row(ctx, values)
+        state.batches_stepped += 1
+        state.progress.epoch_end(epoch, state.global_step, lambda: metrics.callback_metrics)
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:
@@ -194,7 +197,7 @@ class FitLoop:
             count = (
                 batch_idx + 1 if config.check_val_every_n_epoch is not None else self.total_batches
             )
-            stopping = state.should_stop and self._can_stop()
+            stopping = state.should_stop and _can_stop(ctx)
             if (
                 not last
                 and self._val_epoch(epoch)
@@ -202,7 +205,9 @@ class FitLoop:
                 and self._has_val()
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
-                stopping = state.should_stop and self._can_stop()
+                stopping = state.should_stop and _can_stop(ctx)
+            if boundary:
+                state.batches_stepped += 1
             if stopping or 0 <= config.max_steps <= state.global_step:
                 ran_out = last
                 break
@@ -218,7 +223,7 @@ class FitLoop:
         if pending and rows and state.global_step % every == 0:
             row = {**pending, "epoch": state.current_epoch}
             for logger in state.loggers:
-                logger.log_metrics(row, step=state.global_step)
+                logger.log_metrics(row, step=state.batches_stepped)
             state.step_rows += 1
         pending.clear()
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
@@ -269,6 +274,68 @@ class FitLoop:
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _can_stop(ctx: StageContext) -> bool:
+    """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
+    state, config = ctx.state, ctx.config
+    return state.current_epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
+
+
+def _done(ctx: StageContext, epoch: int) -> bool:
+    state, config = ctx.state, ctx.config
+    if 0 <= config.max_steps <= state.global_step:
+        return True
+    if 0 <= config.max_epochs <= epoch:
+        return True
+    met_min = epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
+    return state.should_stop and met_min
+
+
+def check_val_interval(config: Any, n: int | None) -> None:
+    """An int ``val_check_interval`` past the epoch's batches would never validate
+    (Lightning's ValueError); counting across epochs (``check_val_every_n_epoch=None``) it
+    may."""
+    interval = config.val_check_interval
+    if not isinstance(interval, int) or n is None or config.check_val_every_n_epoch is None:
+        return
+    if interval > n:
+        raise MisconfigurationError(
+            f"Trainer(val_check_interval={interval}): validation every {interval} training "
+            f"batches, but an epoch has {n}{_limited(config.limit_train_batches)}, so it "
+            f"would never run. Fix: Trainer(val_check_interval={n}) or lower, "
+            f"limit_val_batches=0 to turn validation off, or check_val_every_n_epoch=None to "
+            f"count batches across epochs."
+        )
+
+
+def say_why_fit_stopped(ctx: StageContext, n_train: int | None, epoch: int) -> None:
+    """Lightning's INFO line when a limit ends the fit (an early stop says nothing)."""
+    state, config = ctx.state, ctx.config
+    if n_train == 0:
+        reason = "No training batches."
+    elif 0 <= config.max_steps <= state.global_step:
+        reason = f"`max_steps={config.max_steps}` reached."
+    elif 0 <= config.max_epochs <= epoch:
+        reason = f"`max_epochs={config.max_epochs}` reached."
+    else:
+        return
+    if ctx.plugin.is_global_zero:
+        rank_zero_info(f"`Trainer.fit` stopped: {reason}")
+
+
+def _val_check_batch(interval: int | float, n: int | None) -> int | float:
+    """Lightning's ``trainer.val_check_batch``: the int interval, else the fraction of the
+    epoch's batches (at least 1); ``inf`` for a loader without a length."""
+    if isinstance(interval, int):
+        return interval
+    if n is None:
+        return math.inf
+    return max(1, int(n * interval))
+
+
+def _limited(limit: int | float | None) -> str:
+    return "" if limit is None else f" (limit_train_batches={limit!r})"
 
 
 def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:

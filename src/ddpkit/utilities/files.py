@@ -3,21 +3,34 @@
 Everything ddpkit writes that someone may read while it is being written goes through
 :func:`atomic_write`: a rank's error report and stage counter (read by the supervisor while the
 rank runs), an isolated test's records, checkpoints, ``metrics.csv``, ``hparams.yaml`` and the
-plot of a run. The data goes to a hidden sibling ``.<name>.<random>.tmp`` in the same folder,
-which is then renamed over the target (a rename within one file system is atomic): a reader sees
-the old file or the whole new one, never half of it.
+plot of a run. The data goes to a hidden sibling ``.<name>.<writer>.<random>.tmp`` in the same
+folder, which is then renamed over the target (a rename within one file system is atomic): a
+reader sees the old file or the whole new one, never half of it.
+
+A writer killed outright (SIGKILL, the OOM killer) leaves its partial file behind. The partial's
+name says who wrote it (``<writer>``: this machine — host, boot, pid namespace, as a short hash —
+then the pid and its start time), so :func:`sweep_partials` can remove the partials of writers
+that are gone: a checkpoint save sweeps its folder first, and a ``ModelCheckpoint`` sweeps its
+directory when a fit starts. A partial of another machine (a shared file system), or of a writer
+that still runs, is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
+import re
 import secrets
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write"]
+from ddpkit.utilities.procs import read_proc
+
+__all__ = ["atomic_write", "sweep_partials"]
 
 # O_NOFOLLOW: a symlink planted where the temporary file goes is an error, not a redirection.
 _FLAGS = (
@@ -29,10 +42,35 @@ _FLAGS = (
 )
 
 
+#: ``.<name>.<machine>-<pid>-<start>.<random>.tmp``: the partial file of a write under way
+_PARTIAL = re.compile(
+    r"^\.(?P<name>.+)\.(?P<machine>[0-9a-f]{8})-(?P<pid>\d+)-(?P<start>\d+)\.[0-9a-f]{8}\.tmp$"
+)
+
+
+@functools.cache
+def _machine() -> str:
+    """This host, boot and pid namespace, hashed: a pid means one process only within them."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
+
+
+@functools.lru_cache(maxsize=8)  # a pid's start time never changes; a fork has a new pid
+def _writer(pid: int) -> str:
+    info = read_proc(pid)
+    return f"{_machine()}-{pid}-{0 if info is None else info.start}"
+
+
 def _open_sibling(target: Path, mode: int) -> tuple[BinaryIO, Path]:
-    """A new hidden file next to ``target`` (O_EXCL: never one that another writer holds)."""
+    """A new hidden file next to ``target`` (O_EXCL: never one that another writer holds),
+    named for this process so that a sweep can tell when its writer is gone."""
+    writer = _writer(os.getpid())
     while True:
-        partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        partial = target.with_name(f".{target.name}.{writer}.{secrets.token_hex(4)}.tmp")
         try:
             fd = os.open(partial, _FLAGS, mode)
         except FileExistsError:
@@ -84,3 +122,48 @@ def _sync_folder(folder: Path) -> None:
     with contextlib.suppress(OSError):
         os.fsync(fd)
     os.close(fd)
+
+
+def _writer_is_gone(pid: int, start: int) -> bool:
+    info = read_proc(pid)
+    if info is None:
+        # No such process; where /proc is missing (start 0), a pid that does not answer.
+        if start != 0:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+    return not info.running or (start != 0 and info.start != start)
+
+
+def sweep_partials(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the partial files :func:`atomic_write` left in ``folder`` when their writer was
+    killed; return those removed. Only this machine's partials whose writing process no longer
+    runs (or whose pid now names a process that started at another time) go. Errors are ignored:
+    the sweep tidies up, it never fails a save."""
+    removed: list[Path] = []
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in entries
+                if e.name.endswith(".tmp") and e.is_file(follow_symlinks=False)
+            ]
+    except OSError:
+        return removed
+    machine = _machine()
+    for name in names:
+        found = _PARTIAL.match(name)
+        if found is None or found["machine"] != machine:
+            continue
+        if not _writer_is_gone(int(found["pid"]), int(found["start"])):
+            continue
+        path = Path(folder) / name
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed

@@ -25,6 +25,7 @@ __all__ = [
     "process_table",
     "read_proc",
     "send_signal",
+    "started_at",
     "tree",
 ]
 
@@ -71,6 +72,20 @@ def read_proc(pid: int) -> ProcInfo | None:
         )
     except (IndexError, ValueError):
         return None
+
+
+def started_at(pid: int) -> float | None:
+    """When ``pid`` started, on the wall clock (``time.time()``); None without ``/proc``."""
+    info = read_proc(pid)
+    if info is None:
+        return None
+    try:
+        stat = (_PROC / "stat").read_text()
+        boot = next(int(line.split()[1]) for line in stat.splitlines() if line.startswith("btime"))
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, StopIteration):
+        return None
+    return boot + info.start / ticks
 
 
 def process_table() -> dict[int, ProcInfo]:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["is_rank_zero", "rank_zero_warn", "user_stacklevel"]
+__all__ = [
+    "is_rank_zero",
+    "log",
+    "log_info",
+    "rank_zero_info",
+    "rank_zero_warn",
+    "user_stacklevel",
+]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 #: Packages whose frames lie between a ddpkit warning and the user's line (a stage entered through
@@ -26,6 +34,34 @@ def _not_the_users() -> tuple[str, ...]:
         if path:
             prefixes.append(path if name == "contextlib" else str(Path(path).parent))
     return tuple(prefixes)
+
+
+#: ddpkit's logger: what Lightning tells at INFO level (a fit stopped by max_epochs, a
+#: checkpoint restored, a seed set), ddpkit tells here, on rank zero
+log = logging.getLogger("ddpkit")
+
+
+def _configure() -> None:
+    """Lightning's arrangement, made at the first message rather than at import: INFO and up go
+    to stderr unless the application configured logging itself (the root logger has handlers),
+    in which case they propagate to it."""
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)
+    if not log.handlers and not logging.getLogger().hasHandlers():
+        log.addHandler(logging.StreamHandler())
+        log.propagate = False
+
+
+def rank_zero_info(message: str, *, env: Mapping[str, str] | None = None) -> None:
+    """Log ``message`` at INFO on rank zero only."""
+    if is_rank_zero(env):
+        log_info(message)
+
+
+def log_info(message: str) -> None:
+    """Log ``message`` at INFO on this rank (a caller that says which rank it is on)."""
+    _configure()
+    log.info(message)
 
 
 def is_rank_zero(env: Mapping[str, str] | None = None) -> bool:

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["scenarios", "slurm", "torchrun"]
+__all__ = ["mpi", "scenarios", "slurm", "torchrun"]
 
 _HERE = Path(__file__).parent
 
@@ -29,7 +29,12 @@ def torchrun(scenario: str, rank: str = "0") -> dict[str, str]:
     return dict(_load("torchrun_variables.json")[scenario][rank])
 
 
+def mpi(scenario: str, rank: str = "0") -> dict[str, str]:
+    """What a real mpirun (Open MPI) or mpiexec (MPICH) gave one process."""
+    return dict(_load("mpi_variables.json")[scenario][rank])
+
+
 def scenarios(launcher: str) -> list[tuple[str, str]]:
-    """Every (scenario, rank) captured for ``"slurm"`` or ``"torchrun"``."""
+    """Every (scenario, rank) captured for ``"slurm"``, ``"torchrun"`` or ``"mpi"``."""
     data = _load(f"{launcher}_variables.json")
     return [(name, rank) for name, ranks in data.items() if name != "_how" for rank in ranks]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from captured import slurm, torchrun
+from captured import mpi, slurm, torchrun
 
 from ddpkit.cli import main
 
@@ -65,3 +65,30 @@ def test_plain_text(no_launcher: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     assert "SLURM_STEP_ID=0" in line and "SLURM_PROCID=1" in line
     [line] = [x for x in lines if x.split()[0] == "environment"]
     assert line.split()[1] == "slurm"
+
+
+def test_mpirun_process(
+    no_launcher: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = mpi("mpich_n2", "1")
+    report = _report(no_launcher, capsys, env)
+    assert report["environment"] == "mpi"
+    assert report["environment_variables"] == {
+        k: env[k] for k in ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+    }
+
+
+def test_kubeflow_pod(no_launcher: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"KUBERNETES_PORT": "tcp://10.96.0.1:443", "MASTER_ADDR": "job-master-0",
+           "MASTER_PORT": "23456", "WORLD_SIZE": "2", "RANK": "1"}  # fmt: skip
+    report = _report(no_launcher, capsys, env)
+    assert report["environment"] == "kubeflow"
+    assert report["environment_variables"] == env
+
+
+def test_jsrun_task(no_launcher: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"LSB_JOBID": "7", "LSB_DJOB_RANKFILE": "/nonexistent/rankfile",
+           "JSM_NAMESPACE_LOCAL_RANK": "0", "JSM_NAMESPACE_SIZE": "2", "JSM_NAMESPACE_RANK": "0"}  # fmt: skip
+    report = _report(no_launcher, capsys, env)
+    assert report["environment"] == "lsf"
+    assert report["environment_variables"] == env

@@ -36,6 +36,61 @@ def test_expand_nodelist(nodelist: str, hosts: list[str]) -> None:
     assert expand_nodelist(nodelist) == hosts
 
 
+@pytest.mark.parametrize(
+    ("nodelist", "first"),
+    [  # Lightning 1.4's test_master_address_from_slurm_node_list
+        ("alpha,beta,gamma", "alpha"),
+        ("alpha beta gamma", "alpha"),
+        ("1.2.3.[100-110]", "1.2.3.100"),
+        ("1.2.3.[089, 100-110]", "1.2.3.089"),
+        ("host[22]", "host22"),
+        ("host[1,5-9]", "host1"),
+        ("host[5-9,1]", "host5"),
+        ("alpha, beta", "alpha"),
+        ("alpha beta, gamma", "alpha"),
+        ("alpha", "alpha"),
+    ],
+)
+def test_the_main_address_is_the_node_lists_first_host(nodelist: str, first: str) -> None:
+    """A list with spaces gave the whole string as the address."""
+    assert SLURMEnvironment({"SLURM_NODELIST": nodelist}).main_address() == first
+
+
+@pytest.mark.parametrize("kind", ["slurm", "torchelastic"])
+def test_the_rank_setters_are_ignored_and_say_so(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Lightning 1.4 logged (DEBUG) that the launcher's ranks cannot be set; ddpkit said
+    nothing."""
+    from ddpkit.plugins.environments import TorchElasticEnvironment
+
+    env = (
+        SLURMEnvironment(slurm("srun_ntasks2", "0"))
+        if kind == "slurm"
+        else TorchElasticEnvironment({"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
+                                      "GROUP_RANK": "0", "LOCAL_WORLD_SIZE": "2"})
+    )  # fmt: skip
+    before = (env.world_size(), env.global_rank())
+    with caplog.at_level("DEBUG", logger="ddpkit.plugins.environments"):
+        env.set_world_size(100)
+        env.set_global_rank(100)
+    assert (env.world_size(), env.global_rank()) == before
+    name = type(env).__name__
+    assert f"{name}.set_world_size was called, but setting world size is not allowed" in caplog.text
+    assert (
+        f"{name}.set_global_rank was called, but setting global rank is not allowed" in caplog.text
+    )
+
+
+def test_an_unreadable_tasks_per_node_names_the_call() -> None:
+    """Found by the flag fuzzer: the message started with the variable, not the call."""
+    env = {"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2",
+           "SLURM_PROCID": "1", "SLURM_LOCALID": "1", "SLURM_NODEID": "0", "SLURM_JOB_ID": "77",
+           "SLURM_NNODES": "1", "SLURM_TASKS_PER_NODE": "x"}  # fmt: skip
+    with pytest.raises(MisconfigurationError, match=r"^Trainer\(\): SLURM_TASKS_PER_NODE='x'"):
+        resolve(Flags.of(), make_probe(env=env))
+
+
 def test_expand_nodelist_rejects_what_it_cannot_read() -> None:
     with pytest.raises(MisconfigurationError, match=r"SLURM_NODELIST='n\[a-b\]'.*\[a-b\]"):
         expand_nodelist("n[a-b]")

@@ -25,6 +25,7 @@ given: ``bash`` for wrapped launches, ``interactive`` for every step inside ``sa
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import ClassVar
@@ -40,6 +41,8 @@ __all__ = [
     "srun_warning",
 ]
 
+log = logging.getLogger(__name__)
+
 # A bracket range of a compressed host list: "[01-03,7]".
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 # One entry of a compressed tasks-per-node list: "2(x3)" is three nodes with two tasks.
@@ -52,12 +55,13 @@ def _is_count(text: str) -> bool:
 
 
 def _split_top_level(text: str) -> list[str]:
-    """Split on the commas that are not inside brackets: ``"a[1,2],b"`` → ``a[1,2]``, ``b``."""
+    """Split on the commas and spaces that are not inside brackets: ``"a[1,2],b c"`` →
+    ``a[1,2]``, ``b``, ``c`` (Lightning 1.x read a space-separated list too)."""
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
         depth += char == "["
         depth -= char == "]"
-        if char == "," and depth == 0:
+        if (char == "," or char.isspace()) and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
@@ -67,7 +71,7 @@ def _split_top_level(text: str) -> list[str]:
 def _expand_range(spec: str, nodelist: str) -> list[str]:
     values: list[str] = []
     for part in spec.split(","):
-        lo, sep, hi = part.partition("-")
+        lo, sep, hi = (side.strip() for side in part.partition("-"))
         if not _is_count(lo) or (sep and not _is_count(hi)):
             raise MisconfigurationError(
                 f"SLURM_NODELIST={nodelist!r}: cannot read the range [{spec}]. Fix: set "
@@ -189,8 +193,22 @@ class SLURMEnvironment(ClusterEnvironment):
             return self._int("SLURM_STEP_NUM_TASKS")
         return self._int("SLURM_NTASKS")
 
+    def set_world_size(self, size: int) -> None:
+        """SLURM decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
+        log.debug(
+            "SLURMEnvironment.set_world_size was called, but setting world size is not allowed. "
+            "Ignored."
+        )
+
     def global_rank(self) -> int:
         return self._int("SLURM_PROCID")
+
+    def set_global_rank(self, rank: int) -> None:
+        """SLURM decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
+        log.debug(
+            "SLURMEnvironment.set_global_rank was called, but setting global rank is not "
+            "allowed. Ignored."
+        )
 
     def local_rank(self) -> int:
         return self._int("SLURM_LOCALID")
@@ -222,7 +240,10 @@ class SLURMEnvironment(ClusterEnvironment):
         )
         ntasks = self.world_size()
         nodes = self.num_nodes()
-        per_node = self.tasks_per_node()
+        try:
+            per_node = self.tasks_per_node()
+        except MisconfigurationError as err:
+            raise MisconfigurationError(f"{call}: {err}") from None  # the call first, as always
         want = devices * num_nodes
         srun_fix = (
             f"Fix: start the step with `srun --nodes={num_nodes} --ntasks-per-node={devices}`"

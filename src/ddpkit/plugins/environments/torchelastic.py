@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -9,6 +10,8 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 
 __all__ = ["TorchElasticEnvironment"]
+
+log = logging.getLogger(__name__)
 
 _REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE")
 
@@ -43,8 +46,22 @@ class TorchElasticEnvironment(ClusterEnvironment):
     def world_size(self) -> int:
         return self._int("WORLD_SIZE")
 
+    def set_world_size(self, size: int) -> None:
+        """torchrun decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
+        log.debug(
+            "TorchElasticEnvironment.set_world_size was called, but setting world size is not "
+            "allowed. Ignored."
+        )
+
     def global_rank(self) -> int:
         return self._int("RANK")
+
+    def set_global_rank(self, rank: int) -> None:
+        """torchrun decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
+        log.debug(
+            "TorchElasticEnvironment.set_global_rank was called, but setting global rank is not "
+            "allowed. Ignored."
+        )
 
     def local_rank(self) -> int:
         return self._int("LOCAL_RANK")

@@ -18,10 +18,11 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from ddpkit.accelerators.base import Accelerator
+from ddpkit.accelerators.base import Accelerator, LoaderHooks
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.utilities.exchange import json_round_trip
 
 __all__ = ["Connection", "Given", "TrainingTypePlugin", "plugin_call"]
 
@@ -117,7 +118,7 @@ def _flag(call: str, name: str, value: Any, *, optional: bool = False) -> Any:
     )
 
 
-class TrainingTypePlugin:
+class TrainingTypePlugin(LoaderHooks):
     """How ranks cooperate. See the module docstring for the given / connected split.
 
     A subclass of :class:`SingleDevicePlugin`, :class:`DDPPlugin` or :class:`DDPSpawnPlugin`
@@ -281,8 +282,25 @@ class TrainingTypePlugin:
     def all_gather_object(self, obj: Any) -> list[Any]:
         return [obj]
 
-    def on_exception(self, exc: BaseException) -> None:
-        """A stage raised ``exc`` on this rank: add what the training type knows about it."""
+    @property
+    def setup_optimizers_in_pre_dispatch(self) -> bool:
+        """Lightning 1.x: True creates the optimizers after the model is wrapped (and after
+        ``on_fit_start``), for a training type that needs the wrapped model's parameters."""
+        return False
+
+    def broadcast_json(self, obj: Any, src: int = 0) -> Any:
+        """``obj`` (JSON-able) of rank ``src`` on every rank, as JSON in a tensor: ddpkit's own
+        exchanges never unpickle what another rank sent (:mod:`ddpkit.utilities.exchange`)."""
+        return json_round_trip(obj)
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        """Every rank's ``data``, in rank order (bytes in a tensor, never a pickle)."""
+        return [data]
+
+    def on_exception(self, exc: BaseException) -> BaseException | None:
+        """A stage raised ``exc`` on this rank: what the training type knows about it, as an
+        error to raise in its place (None: ``exc`` stands)."""
+        return None
 
     def teardown(self) -> None:
         pass
@@ -294,8 +312,11 @@ class TrainingTypePlugin:
         try:
             yield
         except BaseException as exc:
-            self.on_exception(exc)
-            raise
+            replacement = self.on_exception(exc)
+            if replacement is None:
+                raise
+            # It says all that ``exc`` did, first: ``exc`` stays its __context__, unprinted.
+            raise replacement from None
         finally:
             self.teardown()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -34,26 +35,30 @@ import torch.distributed as dist
 
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import LocalEnvironment
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.training_type.collectives import DistributedCollectives
 from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
 from ddpkit.plugins.training_type.process_group import (
     COLLECTIVE_SLACK,
-    add_unused_parameters_hint,
-    all_reduce,
+    agent_store,
     init_process_group,
     start_watchdog,
 )
+from ddpkit.plugins.training_type.unused import unused_parameters_error
+from ddpkit.ranks.names import ENV_JOB_KEY
 from ddpkit.ranks.protocol import rank_stage
 from ddpkit.ranks.rendezvous import Rendezvous, host_for
 from ddpkit.ranks.stall import StallReport, StallWatchdog
 
 __all__ = ["DDPPlugin"]
 
+#: what a DDPPlugin holds for one stage only, left out when it is pickled for spawned ranks
+_STAGE_LOCAL = ("_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model")
+
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
 
 
-class DDPPlugin(TrainingTypePlugin):
+class DDPPlugin(DistributedCollectives):
     """DDP whose other ranks are **subprocesses that re-run the user's command line** (see the
     module docstring for the options, the stall timeout and what listens where)."""
 
@@ -91,10 +96,12 @@ class DDPPlugin(TrainingTypePlugin):
     def _reset_run_state(self) -> None:
         self._owns_process_group = False
         self._watchdog: StallWatchdog | None = None
+        self._ddp_model: Callable[[], Any] | None = None  # weakly: names unused parameters
         self._stage = 0
         # Given by the launcher for the length of one stage (:meth:`joining`).
         self._rendezvous: Rendezvous | None = None
         self._on_stall: Callable[[StallReport], None] | None = None
+        self._job_stage: int | None = None
 
     # -- ranks ----------------------------------------------------------------------------------
 
@@ -153,15 +160,19 @@ class DDPPlugin(TrainingTypePlugin):
 
     @contextlib.contextmanager
     def joining(
-        self, rendezvous: Rendezvous, on_stall: Callable[[StallReport], None] | None = None
+        self,
+        rendezvous: Rendezvous,
+        on_stall: Callable[[StallReport], None] | None = None,
+        stage: int | None = None,
     ) -> Iterator[None]:
-        """The launcher's part of a stage: where the ranks meet, and what rank 0's supervisor
-        does on a stall (None: end the rank)."""
-        self._rendezvous, self._on_stall = rendezvous, on_stall
+        """The launcher's part of a stage: where the ranks meet, what rank 0's supervisor does
+        on a stall (None: end the rank), and the stage's number in the job (None: this process
+        counts its stages; a restarted job counts from 1 again, as its new children do)."""
+        self._rendezvous, self._on_stall, self._job_stage = rendezvous, on_stall, stage
         try:
             yield
         finally:
-            self._rendezvous, self._on_stall = None, None
+            self._rendezvous, self._on_stall, self._job_stage = None, None, None
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -176,7 +187,7 @@ class DDPPlugin(TrainingTypePlugin):
             # The user (or their harness) made the group; use it and leave it to them.
             self._owns_process_group = False
             return
-        self._stage = next(_stage_numbers)
+        self._stage = self._job_stage or next(_stage_numbers)
         env = self._env
         # Lightning 1.x told the environment its ranks here; a 1.x environment may rely on it.
         env.set_global_rank(self.global_rank)
@@ -185,18 +196,22 @@ class DDPPlugin(TrainingTypePlugin):
         # torchrun: env:// also picks up the agent's own store (TORCHELASTIC_USE_AGENT_STORE).
         # env:// needs both variables; srun with only MASTER_PORT set builds its own store.
         env_init = self._ranks_from_environment and {"MASTER_ADDR", "MASTER_PORT"} <= env.env.keys()
-        store = None
-        if not env_init:
-            store = self._rendezvous_of_stage().store(
+        store, prefix = None, ""
+        if env_init:
+            store, prefix = agent_store(env.env, self.world_size, timeout, self._stage)
+        else:
+            rendezvous = self._rendezvous_of_stage()
+            store = rendezvous.store(
                 is_server=self.global_rank == 0, world_size=self.world_size, timeout=timeout
             )
+            prefix = f"{rendezvous.prefix}stage{self._stage}/"
         init_process_group(
             self.backend,
             rank=self.global_rank,
             world_size=self.world_size,
             timeout=timeout,
             store=store,
-            prefix=f"ddpkit/stage{self._stage}/",
+            prefix=prefix,
             loopback=self.all_ranks_local,
         )
         self._owns_process_group = True
@@ -216,7 +231,8 @@ class DDPPlugin(TrainingTypePlugin):
         # A rank started by someone else: rank 0 serves the store on MASTER_PORT (srun's rank 0
         # binds it once for the life of the process); the others connect.
         host = host_for(port, local_only=self.all_ranks_local) if self.global_rank == 0 else None
-        return Rendezvous(address, port, host)
+        # A child of ddpkit's subprocess launcher got its job's key in its environment.
+        return Rendezvous(address, port, host, key=env.env.get(ENV_JOB_KEY, ""))
 
     def collective(self, where: str) -> contextlib.AbstractContextManager[Any]:
         """Wrap one collective, so that the stall watchdog sees this rank waiting in it."""
@@ -228,55 +244,23 @@ class DDPPlugin(TrainingTypePlugin):
         if self.sync_batchnorm:
             model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
         device_ids = [self.root_device.index] if self.root_device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(
+        self._ddp_model = weakref.ref(ddp := torch.nn.parallel.DistributedDataParallel(
             model,
             device_ids=device_ids,
             find_unused_parameters=self.find_unused_parameters,
             static_graph=self.static_graph,
             gradient_as_bucket_view=self.gradient_as_bucket_view,
             **self.ddp_kwargs,
-        )
+        ))  # fmt: skip
+        return ddp
 
     def no_sync(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):
             return model.no_sync()
         return contextlib.nullcontext()
 
-    def barrier(self, name: str | None = None) -> None:
-        if dist.is_initialized():
-            with self.collective(f"barrier({name})" if name else "barrier"):
-                dist.barrier()
-
-    def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
-        if not dist.is_initialized():
-            return tensor
-        return all_reduce(
-            tensor,
-            reduce_op,
-            world_size=self.world_size,
-            device=self.root_device,
-            collective=self.collective,
-        )
-
-    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
-        if not dist.is_initialized():
-            return obj
-        box = [obj]
-        with self.collective("broadcast_object"):
-            dist.broadcast_object_list(box, src=src)
-        return box[0]
-
-    def all_gather_object(self, obj: Any) -> list[Any]:
-        if not dist.is_initialized():
-            return [obj]
-        out: list[Any] = [None] * self.world_size
-        with self.collective("all_gather_object"):
-            dist.all_gather_object(out, obj)
-        return out
-
-    def on_exception(self, exc: BaseException) -> None:
-        if not self.find_unused_parameters:
-            add_unused_parameters_hint(exc, self)
+    def on_exception(self, exc: BaseException) -> BaseException | None:
+        return unused_parameters_error(exc, self, self._ddp_model)
 
     def teardown(self) -> None:
         if self._watchdog is not None:
@@ -291,7 +275,7 @@ class DDPPlugin(TrainingTypePlugin):
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
-        return {**self.__dict__, "_rendezvous": None, "_on_stall": None, "_watchdog": None}
+        return {**self.__dict__, **dict.fromkeys(_STAGE_LOCAL)}
 
     def __repr__(self) -> str:
         opts = [f"find_unused_parameters={self.find_unused_parameters}"]

@@ -6,20 +6,22 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import re
 import socket
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from ddpkit.ranks.stall import StallReport, StallWatchdog
+from ddpkit.tracebacks import folding_installed
 
 __all__ = [
     "COLLECTIVE_SLACK",
-    "add_unused_parameters_hint",
+    "agent_store",
     "all_reduce",
+    "gloo_on_loopback",
     "init_process_group",
     "start_watchdog",
 ]
@@ -28,20 +30,26 @@ __all__ = [
 #: every rank's stack and names the rank that never arrived, always acts first
 COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
 _REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
-#: torch's error when a parameter took no part in the loss and DDP waits for its gradient
-_UNUSED_PARAMETERS = re.compile(r"Expected to have finished reduction in the prior iteration")
 
 
-def add_unused_parameters_hint(exc: BaseException, plugin: object) -> None:
-    """Name the fix on torch's error for a parameter that took no part in the loss."""
-    if isinstance(exc, RuntimeError) and _UNUSED_PARAMETERS.search(str(exc)):
-        exc.add_note(
-            f"ddpkit: the model has parameters that took no part in producing the loss of "
-            f"training_step, and {plugin!r} does not look for them. If that is intended, "
-            f"pass strategy='ddp_find_unused_parameters_true' (or "
-            f"{type(plugin).__name__}(find_unused_parameters=True)); else use every parameter "
-            f"in the loss."
-        )
+def agent_store(
+    env: Mapping[str, str], world_size: int, timeout: datetime.timedelta, stage: int
+) -> tuple[Any, str]:
+    """torchrun's agent store and this attempt's prefix in it, when the ranks are to use the
+    agent's (``TORCHELASTIC_USE_AGENT_STORE=True``); else ``(None, "")``: ``env://``.
+
+    The agent serves one store for every attempt of its workers, at the same port. Under
+    ``env://`` a restarted attempt reads the keys the attempt before it left — a dead rank's
+    address, to which gloo's connections are refused (plain torch under ``torchrun
+    --max-restarts`` fails about every second restart so). So each attempt's keys (and each
+    stage's) live under a prefix of their own."""
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None, ""
+    store = dist.TCPStore(  # type: ignore[attr-defined]
+        env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size, False, timeout
+    )
+    attempt = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return store, f"ddpkit/attempt{attempt}/stage{stage}/"
 
 
 def init_process_group(
@@ -56,17 +64,28 @@ def init_process_group(
 ) -> None:
     """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
     apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
-    with _gloo_on_loopback(loopback and backend == "gloo"):
+    hook = sys.excepthook
+    with gloo_on_loopback(loopback and backend == "gloo"):
         if store is None:
             dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
-            return
-        dist.init_process_group(
-            backend,
-            store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
-            rank=rank,
-            world_size=world_size,
-            timeout=timeout,
-        )
+        else:
+            dist.init_process_group(
+                backend,
+                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+                rank=rank,
+                world_size=world_size,
+                timeout=timeout,
+            )
+    _one_excepthook(hook)
+
+
+def _one_excepthook(before: Any) -> None:
+    """torch wraps ``sys.excepthook`` at every ``init_process_group`` so that each line of an
+    uncaught traceback starts with ``[rankN]: ``. Once is enough (a second stage would prefix
+    every line twice), and none where ddpkit's launcher prints the report (its folding hook
+    runs in this process): that report is the job's one traceback, and its lines stay whole."""
+    if folding_installed() or getattr(before, "__name__", "") == "_distributed_excepthook":
+        sys.excepthook = before
 
 
 def start_watchdog(
@@ -119,7 +138,7 @@ def all_reduce(
 
 
 @contextlib.contextmanager
-def _gloo_on_loopback(enabled: bool) -> Iterator[None]:
+def gloo_on_loopback(enabled: bool) -> Iterator[None]:
     """While the process group is made: gloo's listening sockets on the loopback interface.
 
     gloo otherwise listens on the address the host name resolves to, often the machine's LAN

@@ -1,0 +1,116 @@
+"""Restarts: a fit whose rank is SIGKILLed mid-epoch starts again on new ranks and ends with the
+weights of an uninterrupted run — dropout included (each rank's RNG states are in the
+checkpoint) — under ddpkit's two launchers, under torchrun ``--max-restarts``, and on Lightning's
+loop; restarts used up name every attempt's root cause.
+
+Each case is one real 2-rank run of ``fault_scripts/restart_run.py`` (a dropout network, 3
+epochs, a checkpoint at each epoch's end; rank 1 kills itself at batch 2 of epoch 1), driven by
+the fault harness, which also checks that no process of the run is left.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from fault_scripts.restarts import assert_equal_weights, restart_lines, restart_run, weights
+
+TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2")
+
+pytestmark = pytest.mark.timeout(200)
+
+
+@pytest.fixture(scope="module")
+def lightning_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, torch.Tensor]:
+    pytest.importorskip("pytorch_lightning")
+    path = tmp_path_factory.mktemp("lightning-reference")
+    run, out = restart_run("subprocess", path, "--lightning", fault="none")
+    assert run.returncode == 0, run.stderr
+    return weights(out)
+
+
+@pytest.mark.parametrize(
+    ("launcher", "flags", "resumes_from"),
+    [
+        # the default ModelCheckpoint's file of epoch 0
+        pytest.param("subprocess", (), r"/run/checkpoints/epoch=0-step=4\.ckpt", id="subprocess"),
+        # no ModelCheckpoint: ddpkit's own, in the launcher's run folder (gone afterwards)
+        pytest.param("spawn", ("--no-checkpoint",), r"/ddpkit-\w+/restart\.ckpt", id="spawn-own"),
+    ],
+)
+def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
+    launcher: str,
+    flags: tuple[str, ...],
+    resumes_from: str,
+    tmp_path: Path,
+    reference: dict[str, torch.Tensor],
+) -> None:
+    run, out = restart_run(launcher, tmp_path, "--max-restarts", "1", *flags)
+    assert run.returncode == 0, run.stderr
+    (line,) = restart_lines(run)
+    killed = re.search(r"ddpkit-fault: fault kill rank 1 at", run.stderr)
+    assert killed is not None
+    assert re.fullmatch(
+        rf"ddpkit: restart 1 of 1 after rank 1 \(pid \d+\): killed by signal SIGKILL .*: fit "
+        rf"resumes from .*{resumes_from} \(epoch 1, global step 4\)",
+        line,
+    ), line
+    assert_equal_weights(out, reference)
+
+
+def test_torchrun_max_restarts_resumes_the_same_way(
+    tmp_path: Path, reference: dict[str, torch.Tensor]
+) -> None:
+    """torchrun restarts every worker with TORCHELASTIC_RESTART_COUNT=1; ddpkit's Trainer (no
+    max_restarts of its own) resumes from the newest checkpoint written since torchrun started."""
+    wrap = (*TORCHRUN, "--max-restarts=1", "--no-python")
+    # torchrun keeps its own logs in TMPDIR: not ddpkit's litter
+    run, out = restart_run("torchrun", tmp_path, wrap=wrap, private_tmp=False)
+    assert run.returncode == 0, run.stderr
+    (line,) = restart_lines(run)
+    assert re.fullmatch(
+        r"ddpkit: restart 1 of 1: fit resumes from .*/run/checkpoints/epoch=0-step=4\.ckpt "
+        r"\(epoch 1, global step 4\)",
+        line,
+    ), line
+    assert_equal_weights(out, reference)
+
+
+def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(tmp_path: Path) -> None:
+    run, _ = restart_run("subprocess", tmp_path, "--max-restarts", "1", "--kill-attempts", "2")
+    assert run.returncode == 1
+    text = run.stderr.replace("[rank0]: ", "")
+    assert "ChildFailedError: DDP (subprocess launcher) failed: rank 1 (pid" in text
+    found = re.search(
+        r"ddpkit: max_restarts=1 used up; the root cause of each attempt:\n"
+        r"  attempt 0: rank 1 \(pid (\d+)\): killed by signal SIGKILL .*\n"
+        r"  attempt 1: rank 1 \(pid (\d+)\): killed by signal SIGKILL ",
+        text,
+    )
+    assert found is not None, text
+    assert found[1] != found[2]  # a new rank 1 each time
+    assert len(restart_lines(run)) == 1
+
+
+@pytest.mark.parametrize(
+    ("launcher", "flags"),
+    [
+        pytest.param("subprocess", (), id="subprocess"),
+        pytest.param("spawn", ("--no-checkpoint",), id="spawn-own"),
+    ],
+)
+def test_a_lightning_fit_restarts_and_ends_as_an_uninterrupted_run(
+    launcher: str,
+    flags: tuple[str, ...],
+    tmp_path: Path,
+    lightning_reference: dict[str, torch.Tensor],
+) -> None:
+    run, out = restart_run(launcher, tmp_path, "--lightning", "--max-restarts", "1", *flags)
+    assert run.returncode == 0, run.stderr
+    (line,) = restart_lines(run)
+    assert line.startswith("ddpkit: restart 1 of 1 after rank 1 (pid "), line
+    assert "fit resumes from " in line, line
+    assert_equal_weights(out, lightning_reference)
