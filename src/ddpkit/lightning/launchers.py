@@ -20,18 +20,26 @@ import os
 from typing import Any
 
 import pytorch_lightning as pl
+from lightning_utilities.core.apply_func import apply_to_collection
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.strategies.launchers.launcher import _Launcher
 from pytorch_lightning.strategies.launchers.multiprocessing import (
     _GlobalStateSnapshot,
     _MultiProcessingLauncher,
 )
+from pytorch_lightning.trainer.call import _call_callbacks_load_state_dict as load_callbacks_state
+from pytorch_lightning.trainer.call import _call_callbacks_state_dict as callbacks_state
 from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
+from torch import Tensor
 
 from ddpkit.launchers import Launcher
 from ddpkit.lightning.restart import InProcessRestart, strategy_restarts
 from ddpkit.ranks.protocol import rank_stage, skip_stage
 
 __all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
+
+#: The key of the fit's progress in rank zero's extra results.
+_FIT_STATE = "ddpkit_fit_state"
 
 
 def _stage_name(trainer: pl.Trainer | None) -> str:
@@ -177,21 +185,34 @@ class SpawnLauncher(_MultiProcessingLauncher):
         return output.trainer_results
 
     def get_extra_results(self, trainer: pl.Trainer) -> dict[str, Any]:
-        """Lightning's (the callback metrics), and the fit loop's progress: where ``fit`` got
-        to, so that this process's Trainer knows it too (see :meth:`update_main_process_results`)."""
+        """Lightning's (the callback metrics) and, after ``fit``, what a checkpoint carries of
+        the training's progress: the fit loop's and every callback's state (see
+        :meth:`update_main_process_results`)."""
         extra = super().get_extra_results(trainer)
-        extra["ddpkit_fit_loop"] = trainer.fit_loop.state_dict()
+        if trainer.state.fn == TrainerFn.FITTING:
+            state = {"loop": trainer.fit_loop.state_dict(), "callbacks": callbacks_state(trainer)}
+            extra[_FIT_STATE] = apply_to_collection(state, Tensor, lambda t: t.cpu())
         return extra
 
     def update_main_process_results(self, trainer: pl.Trainer, extra: dict[str, Any]) -> None:
-        """Lightning's, and the fit loop's progress from rank zero: a second ``trainer.fit``
-        continues where the first ended, as it does when this process is rank zero (Lightning's
-        own spawn launcher refuses a second ``fit``, its issue #18775, because the parent's
-        counters never moved)."""
+        """Lightning's, and the fit's progress from rank zero, so that a second ``trainer.fit``
+        on this Trainer continues where the first ended — as it does under ``DDPPlugin``, where
+        this process is rank zero. Lightning's own spawn launcher refuses a second ``fit`` (its
+        issue #18775): the parent's loop counters and callbacks never moved, so the second fit
+        would start again from epoch 0 and forget the best checkpoints."""
         super().update_main_process_results(trainer, extra)
-        loop = extra.get("ddpkit_fit_loop")
-        if loop is not None and trainer.state.fn == TrainerFn.FITTING:
-            trainer.fit_loop.load_state_dict(loop)
+        state = extra.get(_FIT_STATE)
+        if state is None:
+            return
+        trainer.fit_loop.load_state_dict(state["loop"])
+        # Under DDPPlugin a second fit runs on these loops as they ended, not as resumed ones.
+        trainer.fit_loop.restarting = False
+        for callback in trainer.callbacks:  # type: ignore[attr-defined]
+            kept = state["callbacks"].get(callback.state_key)
+            if isinstance(callback, ModelCheckpoint) and kept and callback.dirpath is None:
+                # The folder rank zero chose at setup, which that rank's callback keeps.
+                callback.dirpath = kept["dirpath"]
+        load_callbacks_state(trainer, {"callbacks": state["callbacks"]})
 
     def kill(self, signum: Any) -> None:
         """See :meth:`SubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""
