@@ -64,9 +64,13 @@ def accuracy(
         "pytorch_lightning.metrics.functional.accuracy(preds, target)",
         f"torchmetrics.functional.accuracy(preds, target, {shown})",
     )
+    if task["task"] in ("binary", "multilabel") and preds.is_floating_point():
+        # 1.x's threshold: `preds >= threshold` is positive (torchmetrics' is `>`, after a
+        # sigmoid for values outside [0, 1]); torchmetrics then counts labels.
+        preds = (preds >= threshold).long()
     if task["task"] == "multilabel" and subset_accuracy:
         return torchmetrics.functional.classification.multilabel_exact_match(
-            preds, target, num_labels=task["num_labels"], threshold=threshold
+            preds, target, num_labels=task["num_labels"]
         )
     return torchmetrics.functional.accuracy(
         preds, target, threshold=threshold, top_k=top_k or 1, **task
