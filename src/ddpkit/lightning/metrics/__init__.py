@@ -26,6 +26,9 @@ class Accuracy(torchmetrics.Metric):
     ``subset_accuracy`` the samples whose labels are all right), with ``top_k`` for
     probabilities over classes."""
 
+    correct: torch.Tensor  # the states add_state registers (a Metric types its attributes loosely)
+    total: torch.Tensor
+
     def __init__(
         self,
         threshold: float = 0.5,
