@@ -105,8 +105,11 @@ class ScriptJob:
                 port = self.host.port
             else:
                 port = env.main_port()
-            # The job's keys in the store, under a prefix only its ranks know.
-            self.rendezvous = Rendezvous(env.main_address(), port, self.host, key=new_key())
+            # The job's keys in the store, under a prefix only its ranks know. Another node's
+            # launcher, started by hand, cannot be handed a key made here: there the key is the
+            # one every node was given (DDPKIT_JOB_KEY), or none.
+            key = new_key() if plugin.all_ranks_local else env.env.get(ENV_JOB_KEY, "")
+            self.rendezvous = Rendezvous(env.main_address(), port, self.host, key=key)
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)

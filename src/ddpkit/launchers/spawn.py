@@ -164,6 +164,14 @@ class _ResourceTracker:
             self._tracker._stop()
 
 
+def _job_key(plugin: DDPSpawnPlugin, env: ClusterEnvironment) -> str:
+    """The prefix of the job's store keys: made here when every rank is this launcher's; else
+    the one every node was given (``DDPKIT_JOB_KEY``, docs/reliability.md), or none."""
+    if plugin.all_ranks_local:
+        return new_key()
+    return env.env.get(ENV_JOB_KEY, "")
+
+
 class SpawnLauncher(Launcher):
     """The parent only supervises: every rank is spawned, rank zero's result comes back through
     a file in a private temporary directory (removed on every exit path). SIGINT/SIGTERM to the
@@ -211,7 +219,7 @@ class SpawnLauncher(Launcher):
                 host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
             port = host.port if host is not None else env.main_port()
             with signals:
-                extra = {ENV_JOB_KEY: new_key(), **attempt.env()}
+                extra = {ENV_JOB_KEY: _job_key(self.plugin, env), **attempt.env()}
                 start_in_lifetime_thread(
                     lambda: self._start(handles, tmpdir, env.main_address(), port, host, extra)
                 )
