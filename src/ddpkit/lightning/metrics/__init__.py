@@ -26,6 +26,10 @@ class Accuracy(torchmetrics.Metric):
     ``subset_accuracy`` the samples whose labels are all right), with ``top_k`` for
     probabilities over classes."""
 
+    # the states add_state makes (torchmetrics types them as tensor or module)
+    correct: torch.Tensor
+    total: torch.Tensor
+
     def __init__(
         self,
         threshold: float = 0.5,
