@@ -56,10 +56,14 @@ CASES = [
 
 
 def _first_step_after(run: FaultRun) -> float | None:
+    """To rank 0's first step of the restarted job: after the restart line rank 0 prints as the
+    new job resumes (rank 0 of the failed job may still finish a step after the fault)."""
     if run.fault_at is None:
         return None
+    restarted = [t for t, line in run.stamps if line.startswith("ddpkit: restart ")]
+    since = restarted[0] if restarted else run.fault_at
     steps = [float(m["t"]) for m in _STEP.finditer(run.stderr)]
-    later = [t for t in steps if t > run.fault_at]
+    later = [t for t in steps if t > since]
     return min(later) - run.fault_at if later else None
 
 
@@ -99,7 +103,7 @@ def _measure(case: RestartCase, runs: int, reference: dict[str, torch.Tensor]) -
         if run.seconds_to_end is not None:
             ends.append(run.seconds_to_end)
         sys.stderr.write(
-            f"{case.launcher:10} {case.label:16} step {steps[-1] if steps else float('nan'):5.2f} "
+            f"{case.launcher:10} {case.label:16} step {_first_step_after(run) or float('nan'):5.2f} "
             f"s status {run.returncode}\n"
         )
     return [_spread(steps), _spread(lines), _spread(ends), f"{equal} of {runs}"]

@@ -1,5 +1,5 @@
 """``python -m ddpkit explain ...``"""
 
-from ddpkit.cli import main
+from ddpkit.cli import console_main
 
-raise SystemExit(main())
+console_main()

@@ -79,6 +79,24 @@ def test_torchrun_max_restarts_resumes_the_same_way(
     assert_equal_weights(out, reference)
 
 
+def test_ddpkit_run_max_restarts_resumes_the_same_way(
+    tmp_path: Path, reference: dict[str, torch.Tensor]
+) -> None:
+    """``ddpkit run --max-restarts`` starts the job again with TORCHELASTIC_RESTART_COUNT=1, as
+    torchrun does: ddpkit's Trainer resumes from the newest checkpoint of this run."""
+    wrap = (sys.executable, "-m", "ddpkit", "run", "--nproc-per-node", "2", "--max-restarts", "1")
+    run, out = restart_run("torchrun", tmp_path, wrap=wrap, python=False)
+    assert run.returncode == 0, run.stderr
+    assert "restarting the job (1 restart(s) left)" in run.stderr + run.stdout
+    (line,) = restart_lines(run)
+    assert re.fullmatch(
+        r"ddpkit: restart 1 of 1: fit resumes from .*/run/checkpoints/epoch=0-step=4\.ckpt "
+        r"\(epoch 1, global step 4\)",
+        line,
+    ), line
+    assert_equal_weights(out, reference)
+
+
 def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(tmp_path: Path) -> None:
     run, _ = restart_run("subprocess", tmp_path, "--max-restarts", "1", "--kill-attempts", "2")
     assert run.returncode == 1

@@ -52,7 +52,7 @@ from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
 from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
-from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
@@ -89,9 +89,8 @@ class ScriptJob:
         self.node_rank = plugin.node_rank
         self.rank_zero = RankZero(rank=self.node_rank * self.num_processes)
         self.stages = 0  # the stages rank zero has started
-        self.exiting = False
+        self.exiting = self.failure_reported = False
         self.script_raised: str | None = None
-        self.failure_reported = False
         self.signals = SignalFlag()
         self.interrupter = StageInterrupter()
         self.host: StoreHost | None = None
@@ -102,11 +101,10 @@ class ScriptJob:
             # there is a child to orphan), and on one machine nothing listens beyond loopback.
             if self.node_rank == 0:
                 self.host = StoreHost.bind(requested_port(env), local_only=plugin.all_ranks_local)
-                port = self.host.port
-            else:
-                port = env.main_port()
-            # The job's keys in the store, under a prefix only its ranks know.
-            self.rendezvous = Rendezvous(env.main_address(), port, self.host, key=new_key())
+            port = self.host.port if self.host is not None else env.main_port()
+            self.rendezvous = Rendezvous(
+                env.main_address(), port, self.host, key=job_key(plugin.all_ranks_local, env.env)
+            )
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)

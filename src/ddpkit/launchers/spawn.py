@@ -35,7 +35,7 @@ from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_fai
 from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_JOB_KEY, ENV_PARENT_PID
-from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, new_key
+from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
 from ddpkit.tracebacks import install_folding_hook
@@ -211,7 +211,8 @@ class SpawnLauncher(Launcher):
                 host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
             port = host.port if host is not None else env.main_port()
             with signals:
-                extra = {ENV_JOB_KEY: new_key(), **attempt.env()}
+                key = job_key(self.plugin.all_ranks_local, env.env)
+                extra = {ENV_JOB_KEY: key, **attempt.env()}
                 start_in_lifetime_thread(
                     lambda: self._start(handles, tmpdir, env.main_address(), port, host, extra)
                 )

@@ -17,7 +17,7 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.legacy_table import Row
 
-__all__ = ["NOTHING", "Keyword", "Refusal", "Rewrite", "quote"]
+__all__ = ["Keyword", "NOTHING", "Refusal", "Rewrite", "quote"]
 
 
 def quote(name: str, value: Any) -> str:

@@ -26,12 +26,14 @@ import os
 import secrets
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.ranks.names import ENV_JOB_KEY
 from ddpkit.utilities.ports import listen_for_store
 
-__all__ = ["Rendezvous", "StoreHost", "host_for", "host_on_free_port", "new_key"]
+__all__ = ["Rendezvous", "StoreHost", "host_for", "host_on_free_port", "job_key", "new_key"]
 
 
 class StoreHost:
@@ -78,6 +80,13 @@ class StoreHost:
 def new_key() -> str:
     """A job's key: the prefix of every store key of the job (see the module docstring)."""
     return secrets.token_hex(16)
+
+
+def job_key(all_ranks_local: bool, env: Mapping[str, str]) -> str:
+    """The key of a job a launcher of ddpkit's starts: made here when every rank is this
+    launcher's. Nodes started by hand cannot hand each other a key made on one of them: they use
+    the one every node was given (``DDPKIT_JOB_KEY``, docs/reliability.md), or none."""
+    return new_key() if all_ranks_local else env.get(ENV_JOB_KEY, "")
 
 
 @dataclass(frozen=True)

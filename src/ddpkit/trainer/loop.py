@@ -25,11 +25,12 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.protocol import skip_stage
-from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
+from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import find_loader, loader_hook, num_batches
 from ddpkit.trainer.evaluation import evaluate, predict
+from ddpkit.trainer.fit_resume import check_automatic_optimization, resume_fit
 from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import parse_optimizers
 from ddpkit.trainer.optimization import StepModule
@@ -215,12 +216,7 @@ def _require(loader: Any, fn: str) -> None:
 def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epochs: Any) -> None:
     """``before_epochs``: called just before the first epoch (a restart's RNG states)."""
     state, config, model = ctx.state, ctx.config, ctx.model
-    if not getattr(model, "automatic_optimization", True):
-        raise MisconfigurationError(
-            f"{type(model).__name__}.automatic_optimization = False: ddpkit's loop runs "
-            f"automatic optimization only. Fix: subclass pytorch_lightning.LightningModule and "
-            f"train it with ddpkit.lightning.Trainer (manual optimization), or leave it True."
-        )
+    check_automatic_optimization(model)
     # 1.x: a training type may ask for the optimizers after the model is wrapped
     # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
     late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
@@ -234,20 +230,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     _log_hyperparams(ctx)
     start_epoch = 0
     if checkpoint is not None:
-        start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
-        state.epochs_completed, state.batches_stepped = start_epoch, state.global_step
-        if "loops" in checkpoint:
-            # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
-            # (its sanity check runs in it); the loop then starts at start_epoch.
-            state.current_epoch = int(checkpoint.get("epoch", start_epoch))
-        if 0 <= config.max_epochs < state.current_epoch:
-            raise MisconfigurationError(
-                f"Trainer(max_epochs={config.max_epochs}).fit(ckpt_path={request.ckpt_path!r}): "
-                f"You restored a checkpoint with current_epoch={state.current_epoch}, but you have "
-                f"set Trainer(max_epochs={config.max_epochs}) (Lightning's check). Fix: "
-                f"Trainer(max_epochs={state.current_epoch + 1}) or more, or another checkpoint."
-            )
-        _info(ctx, f"Restored all states from the checkpoint at {request.ckpt_path}")
+        start_epoch = resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
 
     def train_loader() -> Any:
         found = find_loader("train", request.loaders[0], state.datamodule, model)

@@ -125,14 +125,17 @@ def run_fault(
     tmpdir: Path | None = None,
     extra: tuple[str, ...] = (),
     wrap: tuple[str, ...] = (),
+    python: bool = True,
     watch_sockets: bool = False,
     script: Path = SCRIPT,
 ) -> FaultRun:
     """Run the script; for ``signal_parent``, send that signal to the launching process once
     rank ``rank`` reports it is training (use ``fault="none"``). ``tmpdir`` becomes the run's
     ``TMPDIR``: whatever is left in it afterwards is :attr:`FaultRun.litter`. ``script`` is
-    another script that speaks the same arguments and lines (the Lightning one, say)."""
-    command = [*wrap, sys.executable, str(script), "--launcher", launcher, "--fault", fault]
+    another script that speaks the same arguments and lines (the Lightning one, say). ``python``
+    False: ``wrap`` is a launcher that runs the script with its own interpreter (``ddpkit run``)."""
+    interpreter = [sys.executable] if python else []
+    command = [*wrap, *interpreter, str(script), "--launcher", launcher, "--fault", fault]
     command += ["--rank", str(rank), *extra]
     if stall_timeout is not None:
         command += ["--stall-timeout", str(stall_timeout)]

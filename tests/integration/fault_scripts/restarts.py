@@ -21,6 +21,7 @@ def restart_run(
     *flags: str,
     fault: str = "kill",
     wrap: tuple[str, ...] = (),
+    python: bool = True,
     private_tmp: bool = True,
 ) -> tuple[FaultRun, Path]:
     """One run in ``tmp_path`` (its --root is ``tmp_path/run``); the run ended by itself, no
@@ -36,6 +37,7 @@ def restart_run(
         tmpdir=private if private_tmp else None,
         extra=extra,
         wrap=wrap,
+        python=python,
         script=SCRIPT,
     )
     assert not run.timed_out, f"still running after {HANG_GUARD} s:\n{run.stderr}"

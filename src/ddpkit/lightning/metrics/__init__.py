@@ -26,7 +26,8 @@ class Accuracy(torchmetrics.Metric):
     ``subset_accuracy`` the samples whose labels are all right), with ``top_k`` for
     probabilities over classes."""
 
-    correct: torch.Tensor  # the states add_state registers (a Metric types its attributes loosely)
+    # the states add_state makes (torchmetrics types them as tensor or module)
+    correct: torch.Tensor
     total: torch.Tensor
 
     def __init__(
