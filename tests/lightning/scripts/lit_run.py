@@ -114,6 +114,7 @@ class HookRecorder(pl.Callback):
             "pid": os.getpid(),
             "seen": self.seen,
             "current_epoch": trainer.current_epoch,
+            "global_step": trainer.global_step,
             "stopped_epoch": stopping.stopped_epoch if stopping is not None else None,
         }
         name = getattr(stage, "value", stage)  # "fit", "test"
