@@ -102,10 +102,10 @@ def _measure(case: RestartCase, runs: int, reference: dict[str, torch.Tensor]) -
                 into.append(found)
         if run.seconds_to_end is not None:
             ends.append(run.seconds_to_end)
-        sys.stderr.write(
-            f"{case.launcher:10} {case.label:16} step {_first_step_after(run) or float('nan'):5.2f} "
-            f"s status {run.returncode}\n"
-        )
+        step = _first_step_after(run)
+        shown = "—" if step is None else f"{step:5.2f} s"
+        status = run.returncode
+        sys.stderr.write(f"{case.launcher:10} {case.label:16} step {shown} status {status}\n")
     return [_spread(steps), _spread(lines), _spread(ends), f"{equal} of {runs}"]
 
 
