@@ -45,8 +45,9 @@ if [ "$gpus" -lt 2 ]; then
   echo "gpu_check: $gpus GPU visible: the 2-GPU test is left out (deselected, not skipped)."
   deselect=(--deselect tests/gpu/test_gpu.py::test_two_gpu_examples)
 fi
-# tests/gpu/conftest.py: with GPU_CHECK_NO_SKIPS=1 a skipped test fails the run.
-GPU_CHECK_NO_SKIPS=1 "$PY" -m pytest tests/gpu -v -rs -p no:cacheprovider "${deselect[@]}" "$@"
+# tests/gpu/conftest.py: with GPU_CHECK_NO_SKIPS=1 a skipped test fails the run. In one process
+# (-n 0: the suite's xdist workers would share the GPUs and split the skip count).
+GPU_CHECK_NO_SKIPS=1 "$PY" -m pytest tests/gpu -n 0 -v -rs -p no:cacheprovider "${deselect[@]}" "$@"
 
 "$PY" -m bench --gpu --quick --no-plot --out "$OUT_DIR/bench"
 sed -n '/^## Against the targets/,/^## Every run/p' "$OUT_DIR/bench/RESULTS.md"

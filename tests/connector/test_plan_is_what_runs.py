@@ -378,3 +378,21 @@ def test_a_1x_accelerator_carries_its_plugins() -> None:
     assert connector.built.training_type is ttp
     assert connector.built.precision_plugin is precision
     assert_plan_is_what_runs(connector)
+
+
+def test_an_xdist_worker_is_a_pytest_session_not_an_interactive_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pytest-xdist worker runs as ``python -c``; it is still a pytest session, whose DDPPlugin
+    Trainers build as in a plain session (their fit is refused at launch, or run standalone)."""
+    import types
+
+    from ddpkit.connector.probe import Probe
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # python -c
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    assert Probe.capture().interactive
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")  # what xdist's worker code sets
+    assert "xdist.plugin" in sys.modules  # pytest loads it wherever xdist is installed
+    assert not Probe.capture().interactive
+    Trainer(accelerator="cpu", devices=2)  # builds, as under plain pytest

@@ -38,6 +38,9 @@ def _environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
+    # The copy's pyproject.toml runs ddpkit's own suite on two xdist workers; a page's pytest
+    # command is a reader's, in one process.
+    env["PYTEST_ADDOPTS"] = "-n 0"
     return env
 
 

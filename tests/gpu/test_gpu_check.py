@@ -32,6 +32,7 @@ def test_without_a_cuda_device_the_check_fails_with_one_line() -> None:
 def test_a_skipped_gpu_test_fails_the_check_run() -> None:
     command = [
         sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q", "-p", "no:cacheprovider",
+        "-n", "0",  # as gpu_check.sh runs them
         "--deselect", "tests/gpu/test_gpu_check.py",  # not itself again
     ]  # fmt: skip
     strict = subprocess.run(

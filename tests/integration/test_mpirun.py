@@ -31,6 +31,7 @@ def subprocess_weights(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(ranks[0]["weights"])
 
 
+@pytest.mark.xdist_group("mpirun-reference")
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("mpi", MPIS, ids=lambda m: m.folder)
 def test_mpirun_two_ranks_same_weights_as_subprocess_ddp(

@@ -32,6 +32,7 @@ def lightning_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
     return weights(out)
 
 
+@pytest.mark.xdist_group("restart-reference")
 @pytest.mark.parametrize(
     ("launcher", "flags", "resumes_from"),
     [
@@ -61,6 +62,7 @@ def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
     assert_equal_weights(out, reference)
 
 
+@pytest.mark.xdist_group("restart-reference")
 def test_torchrun_max_restarts_resumes_the_same_way(
     tmp_path: Path, reference: dict[str, torch.Tensor]
 ) -> None:
@@ -79,6 +81,7 @@ def test_torchrun_max_restarts_resumes_the_same_way(
     assert_equal_weights(out, reference)
 
 
+@pytest.mark.xdist_group("restart-reference")
 def test_ddpkit_run_max_restarts_resumes_the_same_way(
     tmp_path: Path, reference: dict[str, torch.Tensor]
 ) -> None:
@@ -113,6 +116,7 @@ def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(tmp_path
     assert len(restart_lines(run)) == 1
 
 
+@pytest.mark.xdist_group("lightning-restart-reference")
 @pytest.mark.parametrize(
     ("launcher", "flags"),
     [

@@ -56,6 +56,7 @@ def _known_variables() -> set[str]:
     return set(data["srun_ntasks2"]["1"])
 
 
+@pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(180)
 def test_srun_two_tasks_are_the_ranks(cluster: SlurmCluster, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
@@ -81,6 +82,7 @@ def test_srun_two_tasks_are_the_ranks(cluster: SlurmCluster, tmp_path: Path) -> 
     assert {k for k in variables if k.startswith("SLURM")} - {"SLURM_CONF"} == _known_variables()
 
 
+@pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(180)
 def test_sbatch_script_from_the_docs(cluster: SlurmCluster, tmp_path: Path) -> None:
     [script] = _SCRIPT.findall(_DOC.read_text())
@@ -103,6 +105,7 @@ def test_sbatch_script_from_the_docs(cluster: SlurmCluster, tmp_path: Path) -> N
     assert {r["environment"] for r in ranks} == {"SLURMEnvironment"}
 
 
+@pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(180)
 def test_batch_step_is_not_rank_zero_of_two(cluster: SlurmCluster, tmp_path: Path) -> None:
     """``sbatch --ntasks=2`` whose script runs python itself: that one process sees
@@ -143,6 +146,7 @@ def two_node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm
         yield running
 
 
+@pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(180)
 def test_two_node_step(two_node_cluster: SlurmCluster, tmp_path: Path) -> None:
     """One task on each of two nodes (two network namespaces): compressed node list and task

@@ -95,6 +95,7 @@ class Stranger(threading.Thread):
             time.sleep(0.02)
 
 
+@pytest.mark.xdist_group("restart-reference")
 def test_a_stranger_connected_to_the_store_changes_nothing(
     tmp_path: Path, reference: dict[str, torch.Tensor]
 ) -> None:

@@ -43,6 +43,14 @@ def test_is_pytest_session(main: types.ModuleType | None, expected: bool) -> Non
 
 def test_an_xdist_worker_is_a_pytest_session() -> None:
     assert is_pytest_session(module(), {"xdist.remote": types.ModuleType("xdist.remote")})
+    # pytest-xdist 3.x: execnet runs the worker's code as source (no xdist.remote module) in
+    # `python -c`, with xdist's plugin loaded; the worker sets PYTEST_XDIST_WORKER.
+    xdist = {"xdist.plugin": types.ModuleType("xdist.plugin")}
+    worker = {"PYTEST_XDIST_WORKER": "gw0"}
+    assert is_pytest_session(module(), xdist, worker)
+    assert not is_pytest_session(module(), xdist, {})  # python -c, xdist imported
+    assert not is_pytest_session(module(), {}, worker)  # python -c a worker's test started
+    assert not is_pytest_session(module(file="/repo/train.py"), xdist, worker)  # a script
 
 
 def test_this_session_is_refused_and_the_fix_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,6 +80,7 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 SAME_RUN_AS = {"ddp_cpu+DDPSpawnPlugin": "ddp_cpu", "ddp_cpu+DDPPlugin": "num_processes+DDPPlugin"}
 
 
+@pytest.mark.xdist_group("mission-references")
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize(
     ("call", "supervise"),

@@ -43,6 +43,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return run_gan(tmp_path_factory.mktemp("gan-2x") / "run", "--gan", "2x")
 
 
+@pytest.mark.xdist_group("gan-reference")
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("call", ["ddp_cpu", "unused_false"])
 def test_a_1x_gan_trains_as_the_2x_manual_gan(

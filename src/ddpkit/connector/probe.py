@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpkit.launchers.pytest_session import is_pytest_session
 from ddpkit.utilities.script import has_script
 
 __all__ = ["Probe"]
@@ -87,7 +89,12 @@ def _rebuild(
 
 
 def _is_interactive() -> bool:
-    # `python -c` and notebooks have a __main__ without a file to re-run.
+    # `python -c` and notebooks have a __main__ without a file to re-run. A pytest-xdist worker
+    # is started as `python -c` too, but it is a pytest session: there, as in a plain session,
+    # a DDPPlugin fit is refused at launch with the pytest-session error (the fix: the
+    # standalone marker), and nothing that only builds a Trainer is refused.
+    if is_pytest_session(sys.modules.get("__main__"), sys.modules):
+        return False
     return not has_script()
 
 

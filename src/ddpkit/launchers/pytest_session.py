@@ -35,10 +35,15 @@ def remember_isolated_test() -> None:
     _isolated = True
 
 
-def is_pytest_session(main: ModuleType | None, modules: Mapping[str, ModuleType]) -> bool:
+def is_pytest_session(
+    main: ModuleType | None,
+    modules: Mapping[str, ModuleType],
+    env: Mapping[str, str] | None = None,
+) -> bool:
     """True when this process is a pytest session: ``python -m pytest``, the ``pytest`` script,
-    or a pytest-xdist worker (``main``: the ``__main__`` module; ``modules``: ``sys.modules``)."""
-    if "xdist.remote" in modules:
+    or a pytest-xdist worker (``main``: the ``__main__`` module; ``modules``: ``sys.modules``;
+    ``env``: ``os.environ``)."""
+    if "xdist.remote" in modules or _is_xdist_worker(main, modules, env):
         return True
     if main is None:
         return False
@@ -49,13 +54,25 @@ def is_pytest_session(main: ModuleType | None, modules: Mapping[str, ModuleType]
     return os.path.basename(path) in _PYTEST_SCRIPTS
 
 
+def _is_xdist_worker(
+    main: ModuleType | None, modules: Mapping[str, ModuleType], env: Mapping[str, str] | None
+) -> bool:
+    """A pytest-xdist worker is ``python -c`` (execnet runs xdist's remote code as source, so no
+    ``xdist.remote`` module is imported) with xdist's plugin loaded and PYTEST_XDIST_WORKER set
+    by the worker itself. A script a test starts inherits the variable, but has a file of its own
+    and no xdist."""
+    env = os.environ if env is None else env
+    scriptless = main is None or not getattr(main, "__file__", None)
+    return scriptless and "xdist.plugin" in modules and bool(env.get("PYTEST_XDIST_WORKER"))
+
+
 def check_not_a_pytest_session(env: Mapping[str, str] | None = None) -> None:
     """Raise :class:`LaunchError` when re-running this process's command line would re-run a
     pytest session, unless ddpkit's plugin started this process for one isolated test."""
     env = os.environ if env is None else env
     if env.get(ENV_ISOLATED_TEST) == "1":
         return
-    if not is_pytest_session(sys.modules.get("__main__"), sys.modules):
+    if not is_pytest_session(sys.modules.get("__main__"), sys.modules, env):
         return
     command = " ".join(getattr(sys, "orig_argv", sys.argv)[1:]) or "pytest"
     if _isolated:
