@@ -4,6 +4,7 @@ in a terminal and nothing of the bar in a log, and ends with the checkpoint and 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.util
 import os
@@ -20,7 +21,7 @@ from types import ModuleType
 
 import pytest
 
-from ddpkit import Trainer
+from ddpkit import DDPKitDeprecationWarning, Trainer
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train.py"
@@ -232,8 +233,51 @@ def test_edge_values_get_a_message_and_no_run(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing was written
 
 
+#: the launcher of each variant (the README's table), and whether its plan says it is deprecated
+LAUNCHERS = {
+    "subprocess": ("subprocess", False),
+    "spawn": ("spawn", False),
+    "legacy": ("spawn", True),
+    "num_processes": ("subprocess", False),
+    "modern": ("subprocess", False),
+    "single": ("none", False),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(LAUNCHERS))
+def test_each_variant_plans_the_launcher_the_readme_names(variant: str, tmp_path: Path) -> None:
+    """In-process (building the Trainer, as main() does, starts nothing): with the runs below,
+    it shows that a variant whose launcher another variant's run covers trains the same way."""
+    example = _example()
+    deprecated = LAUNCHERS[variant][1]
+    with pytest.warns(DDPKitDeprecationWarning) if deprecated else contextlib.nullcontext():
+        trainer = Trainer(**example.VARIANTS[variant](), max_epochs=1, default_root_dir=tmp_path)
+    plan = trainer.accelerator_connector.plan
+    assert plan.launcher.value == LAUNCHERS[variant][0]
+    explained = trainer.accelerator_connector.explain()
+    assert explained.count("  deprecated:") == (1 if deprecated else 0)
+    assert sorted(example.VARIANTS) == sorted(LAUNCHERS)
+
+
+#: subprocess DDP, as the main example's run (the default variant) above: their own spelling is
+#: the plan the test above checks
+SAME_LAUNCHER_AS_MAIN = pytest.mark.full_suite(
+    "subprocess DDP, as test_the_main_example_trains_on_two_processes runs it; the variant's "
+    "own plan is test_each_variant_plans_the_launcher_the_readme_names's"
+)
+
+
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("variant", ["spawn", "legacy", "num_processes", "modern", "single"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "spawn",
+        "legacy",
+        pytest.param("num_processes", marks=SAME_LAUNCHER_AS_MAIN),
+        pytest.param("modern", marks=SAME_LAUNCHER_AS_MAIN),
+        "single",
+    ],
+)
 def test_every_variant_trains_and_draws(variant: str, tmp_path: Path) -> None:
     done = _run(tmp_path, f"--variant={variant}", "--epochs=1", "--samples=256", "--root-dir=r")
     shown = done.stdout + done.stderr
