@@ -95,6 +95,11 @@ def test_a_stall_shows_the_stacks_and_the_rank_that_never_arrived(tmp_path: Path
     assert _alive_with(tag) == []
 
 
+@pytest.mark.full_suite(
+    "tests/integration/test_restarts.py's test_ddpkit_run_max_restarts_resumes_the_same_way "
+    "restarts a 2-rank ddpkit run job the same way (attempt 0 reported, attempt 1 with "
+    "TORCHELASTIC_RESTART_COUNT=1 meets on a fresh store and trains to the end)"
+)
 @pytest.mark.timeout(200)
 def test_max_restarts_starts_the_job_again_with_the_restart_count(tmp_path: Path) -> None:
     _, finished = _raw(tmp_path, "flaky", "--max-restarts", "2")
