@@ -1,6 +1,8 @@
 """The README's main job, ``examples/train.py`` (what ``scripts/main.sh`` runs): it really trains
 on 2 CPU processes, streams one line per epoch while it trains, leaves a summary line per epoch
-in a terminal and nothing of the bar in a log, and ends with the checkpoint and a picture."""
+in a terminal and nothing of the bar in a log, and ends with the checkpoint and a picture. The
+README's own command of it runs here (read from the README, which marks it run here), checked
+against its transcript."""
 
 from __future__ import annotations
 
@@ -24,7 +26,12 @@ import pytest
 from ddpkit import DDPKitDeprecationWarning, Trainer
 from ddpkit.trainer.checkpoint import load_checkpoint
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train.py"
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "docs"))
+from doc_blocks import Command, page_blocks, transcript_matches  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "train.py"
+README = REPO / "README.md"
 EPOCH_LINE = re.compile(
     r"^epoch (\d+) \(step (\d+), [0-9.]+ s\): train_acc=([0-9.]+)  train_loss=([0-9.]+)  "
     r"val_acc=([0-9.]+)  val_loss=([0-9.]+)$",
@@ -40,11 +47,13 @@ def _example() -> ModuleType:
     return module
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, merged: bool = False) -> subprocess.CompletedProcess[str]:
+    """``merged``: stderr into stdout, in order, as a terminal shows them."""
     return subprocess.run(
         [sys.executable, str(EXAMPLE), *args],
         cwd=tmp_path,  # from anywhere: nothing depends on the working directory
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=200,
         check=False,
@@ -58,18 +67,36 @@ def _assert_picture(path: Path) -> None:
     assert image.std() > 0.05
 
 
+def _readme_command() -> Command:
+    """The README's run of the main job (its transcript, which the README marks run here)."""
+    (command,) = [
+        c
+        for b in page_blocks(README)
+        if b.language == "console"
+        for c in b.commands
+        if c.text.startswith("python examples/train.py")
+    ]
+    return command
+
+
 @pytest.mark.timeout(240)
 def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
-    epochs, samples, batch = 3, 512, 64
-    root = tmp_path / "run"
-    root.mkdir()
+    """The README's command, as written, from a folder holding a previous run's metrics."""
+    command = _readme_command()
+    assert command.text == "python examples/train.py --epochs 2" and command.expected
+    epochs, samples, batch = 2, 4096, 64  # its --epochs, and the defaults
+    root = tmp_path / "runs" / "spirals"  # the default --root-dir
+    root.mkdir(parents=True)
     (root / "metrics.csv").write_text("epoch,step,stale\n9,999,1.0\n")  # a previous run's
-    done = _run(tmp_path, f"--epochs={epochs}", f"--samples={samples}",
-                f"--batch-size={batch}", "--root-dir=run")  # fmt: skip
+    done = _run(tmp_path, *command.text.split()[2:], merged=True)
     out = done.stdout
-    assert done.returncode == 0, f"stdout:\n{out}\nstderr:\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    assert "%|" not in done.stderr, "a progress bar was drawn into a pipe"
+    assert done.returncode == 0, out
+    assert transcript_matches(command.expected, out), (
+        f"README.md:{command.line}: the output differs.\n--- README:\n{command.expected}\n"
+        f"--- actual:\n{out}"
+    )
+    assert "Traceback" not in out, out
+    assert "%|" not in out, "a progress bar was drawn into a pipe"
 
     # The plan, once (rank 1 re-runs the script but prints nothing of its own).
     assert out.count("plan for Trainer(") == 1
@@ -86,7 +113,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     ]
     losses = [float(line[3]) for line in lines]
     assert losses[-1] < losses[0]
-    assert "999" not in out
+    assert "(step 999" not in out
 
     steps = epochs * steps_per_epoch
     tail = out.strip().splitlines()[-4:]
@@ -104,7 +131,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     assert saved["loops"]["epochs_completed"] == epochs
     # Everything went under --root-dir; this run's metrics are its own file, and the stale
     # run's were set aside, not lost.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
     assert sorted(p.name for p in root.iterdir()) == [
         "checkpoints",
         "metrics-v1.csv",
