@@ -158,9 +158,23 @@ def test_children_end_by_themselves_when_the_parent_is_killed(
     assert_clean(after)
 
 
-@pytest.mark.parametrize("launcher", LAUNCHERS)
 @pytest.mark.parametrize(
-    ("sig", "status"), [(signal.SIGINT, -signal.SIGINT), (signal.SIGTERM, 143)], ids=["INT", "TERM"]
+    ("launcher", "sig", "status"),
+    [
+        pytest.param("subprocess", signal.SIGINT, -signal.SIGINT, id="INT-subprocess"),
+        pytest.param("subprocess", signal.SIGTERM, 143, id="TERM-subprocess"),
+        pytest.param(
+            "spawn",
+            signal.SIGINT,
+            -signal.SIGINT,
+            id="INT-spawn",
+            marks=pytest.mark.full_suite(
+                "SIGINT and SIGTERM take the same way through each launcher (SignalFlag, the "
+                "supervisor): TERM-spawn runs it under spawn, INT-subprocess SIGINT's own ending"
+            ),
+        ),
+        pytest.param("spawn", signal.SIGTERM, 143, id="TERM-spawn"),
+    ],
 )
 def test_a_signal_to_the_parent_ends_every_rank_with_the_conventional_status(
     launcher: str, sig: signal.Signals, status: int, private_tmp: Path
