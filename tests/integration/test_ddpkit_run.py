@@ -4,22 +4,57 @@ traceback first, the parent's SIGKILL takes every rank, a stall shows every rank
 --max-restarts starts the job again on a fresh store. bench/run_vs_torchrun.py times the same
 faults against torchrun.
 
-Each launch costs two torch imports (about 4 s on two cores): five launches.
+Each launch costs two torch imports (about 4 s on two cores): five launches. Four of them are
+docs/launchers/run.md's own commands, read from the page (which marks them run here), with a tag
+added: their output is checked against the page's, and their processes and reports here.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from clusters import EXAMPLE, PYTHON, Finished, Started, clean_env, read_reports, run
+from clusters import EXAMPLE, PYTHON, REPO, Finished, Started, clean_env, read_reports, run
 
-RAW = Path(__file__).parent / "fault_scripts" / "raw_dist.py"
+sys.path.insert(0, str(REPO / "tests" / "docs"))
+from doc_blocks import Command, page_blocks, transcript_matches
+
+RAW = Path(__file__).resolve().parent / "fault_scripts" / "raw_dist.py"
 DDPKIT_RUN = [PYTHON, "-m", "ddpkit", "run"]
+PAGE = REPO / "docs" / "launchers" / "run.md"
+
+
+def _page_command(needle: str) -> Command:
+    """The page's one command that contains ``needle``."""
+    (command,) = [
+        c
+        for b in page_blocks(PAGE)
+        if b.language == "console"
+        for c in b.commands
+        if needle in c.text
+    ]
+    return command
+
+
+def _as_on_the_page(tmp_path: Path, command: Command, *extra: str) -> Finished:
+    """The page's command as written (the set-up's ``ddpkit``, from the clone's root), with
+    ``extra`` arguments for the script; its output checked against the page's, if it shows any."""
+    words = shlex.split(command.text, comments=True)
+    assert words[:2] == ["ddpkit", "run"], words
+    words[0] = str(Path(PYTHON).parent / "ddpkit")
+    finished = run([*words, *extra], env=clean_env(tmp_path), log=tmp_path / "run.log", timeout=120)
+    if command.expected is not None:
+        assert transcript_matches(command.expected, finished.output), (
+            f"{PAGE}:{command.line}: the output differs from the page's.\n--- page:\n"
+            f"{command.expected}\n--- actual:\n{finished.output}"
+        )
+    return finished
 
 
 def _alive_with(tag: str) -> list[int]:
@@ -46,14 +81,16 @@ def _raw(tmp_path: Path, fault: str, *flags: str, timeout: float = 120) -> tuple
 
 @pytest.mark.timeout(150)
 def test_a_raising_rank_ends_the_job_root_cause_first(tmp_path: Path) -> None:
-    tag, finished = _raw(tmp_path, "raise")
+    tag = uuid.uuid4().hex
+    finished = _as_on_the_page(tmp_path, _page_command("--fault raise"), "--tag", tag)
     assert finished.returncode == 1, finished.output
     report = finished.output.split("ddpkit run failed: ", 1)[1]
     first, rest = report.split("\n", 1)
     assert first.startswith("rank 1 (pid ") and "is the root cause, raised RuntimeError: " \
         "injected fault on rank 1." in first  # fmt: skip
     # Its traceback, from the script's own frame (no launcher frames), then the others' fates.
-    assert '--- rank 1 ---\nTraceback (most recent call last):\n  File "' + str(RAW) in rest
+    # (ddpkit run gives the script's path whole, as torchrun does.)
+    assert f'--- rank 1 ---\nTraceback (most recent call last):\n  File "{RAW}"' in rest
     assert "rank 0 (pid " in rest and "ended by ddpkit (SIGTERM) after rank 1 failed" in rest
     assert _alive_with(tag) == []
 
@@ -83,7 +120,8 @@ def test_the_parents_sigkill_takes_every_rank(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(150)
 def test_a_stall_shows_the_stacks_and_the_rank_that_never_arrived(tmp_path: Path) -> None:
-    tag, finished = _raw(tmp_path, "stall", "--stall-timeout", "3")
+    tag = uuid.uuid4().hex
+    finished = _as_on_the_page(tmp_path, _page_command("--fault stall"), "--tag", tag)
     output = finished.output
     assert finished.returncode == 1, output
     report = output.split("ddpkit run failed: ", 1)[1]
@@ -95,6 +133,11 @@ def test_a_stall_shows_the_stacks_and_the_rank_that_never_arrived(tmp_path: Path
     assert _alive_with(tag) == []
 
 
+@pytest.mark.full_suite(
+    "tests/integration/test_restarts.py's test_ddpkit_run_max_restarts_resumes_the_same_way "
+    "restarts a 2-rank ddpkit run job the same way (attempt 0 reported, attempt 1 with "
+    "TORCHELASTIC_RESTART_COUNT=1 meets on a fresh store and trains to the end)"
+)
 @pytest.mark.timeout(200)
 def test_max_restarts_starts_the_job_again_with_the_restart_count(tmp_path: Path) -> None:
     _, finished = _raw(tmp_path, "flaky", "--max-restarts", "2")
@@ -111,11 +154,15 @@ def test_max_restarts_starts_the_job_again_with_the_restart_count(tmp_path: Path
 
 @pytest.mark.timeout(150)
 def test_a_ddpkit_trainer_under_ddpkit_run_plans_external(tmp_path: Path) -> None:
+    """The page's first two commands: a raw script that ends well, and the example's Trainer."""
+    ok = _as_on_the_page(tmp_path, _page_command("raw_dist.py --fault ok"))
+    ok.check()
+    assert "raw: rank 0 done attempt 0 sum 2" in ok.output
+    assert "raw: rank 1 done attempt 0 sum 2" in ok.output
     reports = tmp_path / "reports"
-    command = [*DDPKIT_RUN, "--nproc-per-node", "2", str(EXAMPLE), "--accelerator", "cpu",
-               "--devices", "2", "--report-dir", str(reports), "--root-dir", str(tmp_path / "r")]  # fmt: skip
-    finished = run(command, env=clean_env(tmp_path), log=tmp_path / "run.log", timeout=120)
-    finished.check()
+    command = _page_command(str(EXAMPLE.relative_to(REPO)))
+    extra = ("--report-dir", str(reports), "--root-dir", str(tmp_path / "r"))
+    _as_on_the_page(tmp_path, command, *extra).check()
     ranks = read_reports(reports)
     assert [r["launcher"] for r in ranks] == ["external"] * 2
     assert [r["environment"] for r in ranks] == ["TorchElasticEnvironment"] * 2

@@ -1,16 +1,22 @@
 """The real torchrun (``python -m torch.distributed.run``) starts every rank; ddpkit starts none.
 
-Each launch costs a torch import per process (about 2 s each on two cores): a handful only.
+Each launch costs a torch import per process (about 2 s each on two cores): a handful only. The
+one-machine launches are docs/launchers/torchrun.md's own commands, read from the page (which
+marks them run here): their output is checked against the page's, and the ranks' reports here.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
 from clusters import (
     EXAMPLE,
     PYTHON,
+    REPO,
     Started,
     assert_trained_together,
     clean_env,
@@ -19,28 +25,41 @@ from clusters import (
     two_hosts,
 )
 
+sys.path.insert(0, str(REPO / "tests" / "docs"))
+from doc_blocks import Command, page_blocks, transcript_matches
+
 TORCHRUN = [PYTHON, "-m", "torch.distributed.run"]
+PAGE = REPO / "docs" / "launchers" / "torchrun.md"
+#: the page's commands on one machine, as written (its several-machine block is a bash one)
+PAGE_COMMANDS = [c for b in page_blocks(PAGE) if b.language == "console" for c in b.commands]
 
 
+# Without --standalone, as a user types it, torchrun meets on its default port 29500: one such
+# launch at a time.
+@pytest.mark.xdist_group("torchrun-default-port")
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(
-    "flags",
-    [
-        pytest.param(["--accelerator", "ddp_cpu", "--num-processes", "2"], id="ddp_cpu"),
-        pytest.param(["--accelerator", "cpu", "--devices", "2", "--strategy", "ddp"], id="ddp"),
-    ],
+    "command", PAGE_COMMANDS, ids=[f"{PAGE.name}:{c.line}" for c in PAGE_COMMANDS]
 )
-def test_torchrun_two_ranks_train_together(tmp_path: Path, flags: list[str]) -> None:
+def test_torchrun_two_ranks_train_together(tmp_path: Path, command: Command) -> None:
+    assert len(PAGE_COMMANDS) == 2, "docs/launchers/torchrun.md's two commands are these runs"
     reports = tmp_path / "reports"
-    command = [
-        *TORCHRUN, "--standalone", "--nproc-per-node=2", str(EXAMPLE), *flags,
-        "--report-dir", str(reports), "--root-dir", str(tmp_path / "run"),
-    ]  # fmt: skip
-    torchrun = Started(command, env=clean_env(tmp_path), log=tmp_path / "torchrun.log")
+    words = shlex.split(command.text, comments=True)
+    assert words[0] == "torchrun"
+    # The page's command, with the set-up's torchrun, and the example's report folder added.
+    words[0] = str(Path(PYTHON).parent / "torchrun")
+    words += ["--report-dir", str(reports), "--root-dir", str(tmp_path / "run")]
+    env = clean_env(tmp_path, PATH=f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}")
+    torchrun = Started(words, env=env, log=tmp_path / "torchrun.log")
     try:
         finished = torchrun.wait(150).check()
     finally:
         torchrun.kill()
+    if command.expected is not None:
+        assert transcript_matches(command.expected, finished.output), (
+            f"{PAGE}:{command.line}: the output differs from the page's.\n--- page:\n"
+            f"{command.expected}\n--- actual:\n{finished.output}"
+        )
     ranks = read_reports(reports)
     assert_trained_together(ranks, world_size=2)
     for rank in ranks:

@@ -1,9 +1,12 @@
 """The README's main job, ``examples/train.py`` (what ``scripts/main.sh`` runs): it really trains
 on 2 CPU processes, streams one line per epoch while it trains, leaves a summary line per epoch
-in a terminal and nothing of the bar in a log, and ends with the checkpoint and a picture."""
+in a terminal and nothing of the bar in a log, and ends with the checkpoint and a picture. The
+README's own command of it runs here (read from the README, which marks it run here), checked
+against its transcript."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.util
 import os
@@ -20,10 +23,15 @@ from types import ModuleType
 
 import pytest
 
-from ddpkit import Trainer
+from ddpkit import DDPKitDeprecationWarning, Trainer
 from ddpkit.trainer.checkpoint import load_checkpoint
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train.py"
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "docs"))
+from doc_blocks import Command, page_blocks, transcript_matches  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "train.py"
+README = REPO / "README.md"
 EPOCH_LINE = re.compile(
     r"^epoch (\d+) \(step (\d+), [0-9.]+ s\): train_acc=([0-9.]+)  train_loss=([0-9.]+)  "
     r"val_acc=([0-9.]+)  val_loss=([0-9.]+)$",
@@ -39,11 +47,13 @@ def _example() -> ModuleType:
     return module
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, merged: bool = False) -> subprocess.CompletedProcess[str]:
+    """``merged``: stderr into stdout, in order, as a terminal shows them."""
     return subprocess.run(
         [sys.executable, str(EXAMPLE), *args],
         cwd=tmp_path,  # from anywhere: nothing depends on the working directory
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=200,
         check=False,
@@ -57,18 +67,36 @@ def _assert_picture(path: Path) -> None:
     assert image.std() > 0.05
 
 
+def _readme_command() -> Command:
+    """The README's run of the main job (its transcript, which the README marks run here)."""
+    (command,) = [
+        c
+        for b in page_blocks(README)
+        if b.language == "console"
+        for c in b.commands
+        if c.text.startswith("python examples/train.py")
+    ]
+    return command
+
+
 @pytest.mark.timeout(240)
 def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
-    epochs, samples, batch = 3, 512, 64
-    root = tmp_path / "run"
-    root.mkdir()
+    """The README's command, as written, from a folder holding a previous run's metrics."""
+    command = _readme_command()
+    assert command.text == "python examples/train.py --epochs 2" and command.expected
+    epochs, samples, batch = 2, 4096, 64  # its --epochs, and the defaults
+    root = tmp_path / "runs" / "spirals"  # the default --root-dir
+    root.mkdir(parents=True)
     (root / "metrics.csv").write_text("epoch,step,stale\n9,999,1.0\n")  # a previous run's
-    done = _run(tmp_path, f"--epochs={epochs}", f"--samples={samples}",
-                f"--batch-size={batch}", "--root-dir=run")  # fmt: skip
+    done = _run(tmp_path, *command.text.split()[2:], merged=True)
     out = done.stdout
-    assert done.returncode == 0, f"stdout:\n{out}\nstderr:\n{done.stderr}"
-    assert "Traceback" not in done.stderr, done.stderr
-    assert "%|" not in done.stderr, "a progress bar was drawn into a pipe"
+    assert done.returncode == 0, out
+    assert transcript_matches(command.expected, out), (
+        f"README.md:{command.line}: the output differs.\n--- README:\n{command.expected}\n"
+        f"--- actual:\n{out}"
+    )
+    assert "Traceback" not in out, out
+    assert "%|" not in out, "a progress bar was drawn into a pipe"
 
     # The plan, once (rank 1 re-runs the script but prints nothing of its own).
     assert out.count("plan for Trainer(") == 1
@@ -85,7 +113,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     ]
     losses = [float(line[3]) for line in lines]
     assert losses[-1] < losses[0]
-    assert "999" not in out
+    assert "(step 999" not in out
 
     steps = epochs * steps_per_epoch
     tail = out.strip().splitlines()[-4:]
@@ -103,7 +131,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     assert saved["loops"]["epochs_completed"] == epochs
     # Everything went under --root-dir; this run's metrics are its own file, and the stale
     # run's were set aside, not lost.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
     assert sorted(p.name for p in root.iterdir()) == [
         "checkpoints",
         "metrics-v1.csv",
@@ -232,8 +260,51 @@ def test_edge_values_get_a_message_and_no_run(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing was written
 
 
+#: the launcher of each variant (the README's table), and whether its plan says it is deprecated
+LAUNCHERS = {
+    "subprocess": ("subprocess", False),
+    "spawn": ("spawn", False),
+    "legacy": ("spawn", True),
+    "num_processes": ("subprocess", False),
+    "modern": ("subprocess", False),
+    "single": ("none", False),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(LAUNCHERS))
+def test_each_variant_plans_the_launcher_the_readme_names(variant: str, tmp_path: Path) -> None:
+    """In-process (building the Trainer, as main() does, starts nothing): with the runs below,
+    it shows that a variant whose launcher another variant's run covers trains the same way."""
+    example = _example()
+    deprecated = LAUNCHERS[variant][1]
+    with pytest.warns(DDPKitDeprecationWarning) if deprecated else contextlib.nullcontext():
+        trainer = Trainer(**example.VARIANTS[variant](), max_epochs=1, default_root_dir=tmp_path)
+    plan = trainer.accelerator_connector.plan
+    assert plan.launcher.value == LAUNCHERS[variant][0]
+    explained = trainer.accelerator_connector.explain()
+    assert explained.count("  deprecated:") == (1 if deprecated else 0)
+    assert sorted(example.VARIANTS) == sorted(LAUNCHERS)
+
+
+#: subprocess DDP, as the main example's run (the default variant) above: their own spelling is
+#: the plan the test above checks
+SAME_LAUNCHER_AS_MAIN = pytest.mark.full_suite(
+    "subprocess DDP, as test_the_main_example_trains_on_two_processes runs it; the variant's "
+    "own plan is test_each_variant_plans_the_launcher_the_readme_names's"
+)
+
+
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("variant", ["spawn", "legacy", "num_processes", "modern", "single"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "spawn",
+        "legacy",
+        pytest.param("num_processes", marks=SAME_LAUNCHER_AS_MAIN),
+        pytest.param("modern", marks=SAME_LAUNCHER_AS_MAIN),
+        "single",
+    ],
+)
 def test_every_variant_trains_and_draws(variant: str, tmp_path: Path) -> None:
     done = _run(tmp_path, f"--variant={variant}", "--epochs=1", "--samples=256", "--root-dir=r")
     shown = done.stdout + done.stderr

@@ -80,6 +80,11 @@ def test_a_rank_that_raises_ends_the_lightning_job_with_its_traceback(
     assert training_step_at < report.index(f"rank 0 (pid {result.ranks[0]}): ")
 
 
+@pytest.mark.full_suite(
+    "a killed rank is found by the supervisor's wait on its exit status, whatever loop the rank "
+    "runs: tests/integration/test_faults.py kills a rank under both launchers, and the raising "
+    "rank above shows both supervised launchers under Lightning's loop"
+)
 @pytest.mark.parametrize("launcher", ["subprocess", "spawn"])
 def test_a_sigkilled_rank_ends_the_lightning_job(launcher: str, tmp_path: Path) -> None:
     result = run(launcher, "kill", tmp_path, rank=1)
@@ -102,7 +107,20 @@ def test_rank_zero_raising_ends_the_children_at_once(tmp_path: Path) -> None:
     ) in result.stderr
 
 
-@pytest.mark.parametrize("launcher", ["subprocess", "spawn"])
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "subprocess",
+        pytest.param(
+            "spawn",
+            marks=pytest.mark.full_suite(
+                "the subprocess run shows the watchdog watching Lightning's loop, and "
+                "tests/integration/test_faults.py's stalled rank [spawn-1] the spawn launcher "
+                "installing it in its ranks"
+            ),
+        ),
+    ],
+)
 def test_a_stalled_rank_is_named_with_its_stack(launcher: str, tmp_path: Path) -> None:
     result = run(launcher, "stall", tmp_path, rank=1, stall_timeout=3.0)
     assert_clean(result)

@@ -75,9 +75,19 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 
 
 #: Calls whose Trainer is the same Lightning run as another call's (test_..._same_run below): they
-#: run end to end supervised only (the default), and their partner unsupervised, so that each of the four
-#: calls runs end to end once and each launcher runs supervised and not.
+#: run end to end supervised (the default), and their partner unsupervised (with
+#: DDPKIT_FULL_SUITE=1), so that each of the four calls runs end to end once and each launcher
+#: runs supervised and not.
 SAME_RUN_AS = {"ddp_cpu+DDPSpawnPlugin": "ddp_cpu", "ddp_cpu+DDPPlugin": "num_processes+DDPPlugin"}
+#: Unsupervised, ddpkit.lightning.Trainer is Lightning's own run: test_device_flags.py's
+#: test_the_warned_lightning_call_builds_the_same_objects shows (in-process) that every mission
+#: call builds the strategy, launcher, environment and precision pytorch_lightning.Trainer builds,
+#: and the references run Lightning's own launchers end to end. The supervised runs, with their
+#: partners above, carry the four calls end to end in every run of the suite.
+UNSUPERVISED = pytest.mark.full_suite(
+    "the unsupervised run is Lightning's own (the references run it; the objects are checked "
+    "in-process by test_device_flags.py); the supervised partner run is the same call"
+)
 
 
 @pytest.mark.xdist_group("mission-references")
@@ -87,7 +97,11 @@ SAME_RUN_AS = {"ddp_cpu+DDPSpawnPlugin": "ddp_cpu", "ddp_cpu+DDPPlugin": "num_pr
     [
         # By default ddpkit supervises the ranks of the plan it resolved (ddpkit's launchers
         # under Lightning's loop); supervise=False runs Lightning's own DDP. The same training.
-        *((call, "false") for call in sorted(MISSION) if call not in SAME_RUN_AS),
+        *(
+            pytest.param(call, "false", marks=UNSUPERVISED)
+            for call in sorted(MISSION)
+            if call not in SAME_RUN_AS
+        ),
         *((call, "default") for call in sorted(SAME_RUN_AS)),
     ],
 )

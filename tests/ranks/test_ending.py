@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -186,3 +187,25 @@ def test_a_rank_that_does_not_answer_the_stall_alarm_never_arrived(ranks: Ranks)
     assert fates[0].note == (
         "never arrived and did not answer the stall alarm; ended by ddpkit after rank 1 stalled"
     )
+
+
+def test_a_stall_waits_for_the_note_of_the_supervising_rank_zero(ranks: Ranks) -> None:
+    """Rank zero of the subprocess launcher is the supervising process: its watchdog writes its
+    own answer to the alarm only once every other rank answered, and a child may have answered,
+    reported and exited by then. The root is chosen once that note is in (or ``gather`` is out),
+    so that the report says how rank zero waited."""
+    stalled = ranks.start(SLEEPER, rank=1)
+    records = {
+        1: ErrorRecord(
+            pid=stalled.pid, traceback="stack 1", kind="stall", note="never", never_arrived=True
+        )
+    }
+    stalled.proc.kill()
+    stalled.proc.wait()
+    note: list[str] = []
+    threading.Timer(0.3, note.append, ["waited 3.0 s in backward"]).start()
+    root = choose_root(
+        [stalled], stalled, records.get, others_reported=lambda: bool(note), gather=30
+    )
+    assert root is stalled
+    assert note  # chosen after rank zero's note came in, not before

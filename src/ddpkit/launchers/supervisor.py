@@ -152,6 +152,9 @@ class Supervisor:
             outcome.first,
             self.record_of,
             others_never_arrived=lambda: bool(rz and rz.stall and rz.stall.never_arrived),
+            # A child the alarm ended may be gone before rank zero's own watchdog, still
+            # waiting for every answer, has written its note: the report needs that note.
+            others_reported=lambda: rz is None or rz.stall is not None,
         )
         if root is None:  # rank zero, this process, is the one that never arrived
             assert rz is not None and rz.stall is not None  # choose_root's contract

@@ -121,6 +121,7 @@ def choose_root(
     record_of: RecordOf,
     *,
     others_never_arrived: Callable[[], bool] = lambda: False,
+    others_reported: Callable[[], bool] = lambda: True,
     gather: float = STALL_GATHER_SECONDS,
     peer_loss_wait: float = CONSEQUENCE_WAIT_SECONDS,
 ) -> RankHandle | None:
@@ -132,11 +133,14 @@ def choose_root(
     report, then the lowest rank that never arrived; a rank that did not report at all is one
     (it is stuck where even its watchdog thread cannot run). ``None`` when the rank that never
     arrived is not among ``handles`` (``others_never_arrived``: rank zero of the subprocess
-    launcher, which is the supervising process itself).
+    launcher, which is the supervising process itself; ``others_reported``: its own watchdog
+    has written its answer to the alarm, which it does only once every other rank answered).
     """
     record = record_of(first.rank)
     if record is not None and record.kind == "stall":
-        return _stalled_root(handles, first, record_of, others_never_arrived, gather)
+        return _stalled_root(
+            handles, first, record_of, others_never_arrived, others_reported, gather
+        )
     deadline = time.monotonic() + peer_loss_wait
     while True:
         candidates = _candidates(handles, record_of) or [first]
@@ -151,10 +155,13 @@ def _stalled_root(
     first: RankHandle,
     record_of: RecordOf,
     others_never_arrived: Callable[[], bool],
+    others_reported: Callable[[], bool],
     gather: float,
 ) -> RankHandle | None:
     deadline = time.monotonic() + gather
-    while any(h.poll() is None for h in handles) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and (
+        any(h.poll() is None for h in handles) or not others_reported()
+    ):
         time.sleep(POLL_SECONDS)
     ordered = sorted(handles, key=lambda h: h.rank)
     for h in ordered:
