@@ -5,6 +5,7 @@ exception, never a plan that disagrees with the objects."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import tempfile
 import warnings
@@ -333,7 +334,13 @@ def test_callbacks_loggers_and_loop_keywords_run_or_are_refused_with_a_fix(
         "LearningRateMonitor": LearningRateMonitor,
         "CSVLogger": CSVLogger,
     }
-    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+    # A relative path drawn from ODD ("x", "") is relative to the working directory: run in the
+    # scratch folder, so that what such a run writes goes with it, never into the checkout.
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        contextlib.chdir(folder),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
         root = Path(folder)
         (root / "a_file").write_text("")
