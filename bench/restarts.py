@@ -97,12 +97,12 @@ def _measure(case: RestartCase, runs: int, reference: dict[str, torch.Tensor]) -
             if run.returncode == 0 and out.exists():
                 got = weights(out)
                 equal += all(torch.equal(got[k], v) for k, v in reference.items())
-        for found, into in ((_first_step_after(run), steps), (_line_after(run), lines)):
+        step = _first_step_after(run)
+        for found, into in ((step, steps), (_line_after(run), lines)):
             if found is not None:
                 into.append(found)
         if run.seconds_to_end is not None:
             ends.append(run.seconds_to_end)
-        step = _first_step_after(run)
         shown = "—" if step is None else f"{step:5.2f} s"
         status = run.returncode
         sys.stderr.write(f"{case.launcher:10} {case.label:16} step {shown} status {status}\n")

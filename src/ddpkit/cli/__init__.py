@@ -9,6 +9,7 @@ object on stdout instead. Either way the exit status is 2. Parsing imports no to
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import warnings
@@ -86,10 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(command, str(err), type(err).__name__, as_json)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def console_main() -> None:
     """The ``ddpkit`` command (and ``python -m ddpkit``): :func:`main`, then the exit.
 
@@ -98,8 +95,6 @@ def console_main() -> None:
     only to serve the ranks' store: that teardown has nothing to flush and takes 0.3 s on two
     cores, the largest part of the time from a failing rank to the end of the job
     (bench/run_vs_torchrun.py)."""
-    import os
-
     status = main()
     if "ddpkit.launchers.run_job" in sys.modules:
         sys.stdout.flush()
