@@ -19,7 +19,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Block", "Command", "page_blocks", "pages", "transcript_matches"]
+__all__ = [
+    "Block",
+    "Command",
+    "assert_transcript",
+    "console_commands",
+    "page_blocks",
+    "pages",
+    "transcript_matches",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_AS_SCRIPT = frozenset({"python", "py"})
@@ -165,3 +173,25 @@ def transcript_matches(expected: str, actual: str) -> bool:
             pattern.append("[^\n]*".join(parts) + r"[ \t]*\n")
     text = "\n".join(line.rstrip() for line in actual.rstrip().split("\n")) + "\n"
     return re.fullmatch("".join(pattern), text) is not None
+
+
+def assert_transcript(where: str, expected: str, actual: str, status: int | None = None) -> None:
+    """Fail, showing both, unless ``actual`` is what the page's ``expected`` shows (``where``:
+    the page and line, or the block; ``status``: the command's exit status, when known)."""
+    exited = "" if status is None else f" (exit {status})"
+    assert transcript_matches(expected, actual), (
+        f"{where}: the output differs from the page's.\n--- page:\n{expected}\n"
+        f"--- actual{exited}:\n{actual}"
+    )
+
+
+def console_commands(page: Path, containing: str = "") -> list[Command]:
+    """The commands of ``page``'s console blocks whose text contains ``containing``, in page
+    order: what a test that runs a page's own commands reads (the page marks them run there)."""
+    return [
+        command
+        for block in page_blocks(page)
+        if block.language in RUN_AS_COMMANDS
+        for command in block.commands
+        if containing in command.text
+    ]

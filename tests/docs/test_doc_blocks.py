@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from doc_blocks import REPO, Block, page_blocks, transcript_matches
+from pathlib import Path
+
+import pytest
+from doc_blocks import (
+    REPO,
+    Block,
+    assert_transcript,
+    console_commands,
+    page_blocks,
+    transcript_matches,
+)
 
 PAGE = REPO / "docs" / "example.md"  # never written: the text is passed in
 
@@ -84,6 +94,27 @@ def test_transcripts_match_line_by_line_with_ellipses() -> None:
     assert not transcript_matches("plan for Trainer()\n  a  1", actual)  # lines left over
     assert not transcript_matches("plan for Trainer()\n...\ndone in 4.0 s", actual)
     assert not transcript_matches("plan for Trainer(devices=2)\n...", actual)
+
+
+def test_a_differing_transcript_fails_showing_both() -> None:
+    assert_transcript("p.md:3", "done in ... s", "done in 3.2 s\n")
+    with pytest.raises(AssertionError) as failed:
+        assert_transcript("p.md:3", "done in 4.0 s", "done in 3.2 s", status=1)
+    assert "p.md:3: the output differs from the page's." in str(failed.value)
+    assert "--- page:\ndone in 4.0 s\n--- actual (exit 1):\ndone in 3.2 s" in str(failed.value)
+
+
+def test_console_commands_are_a_pages_commands_that_contain_the_text(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "```console\n$ ddpkit run a.py\nok\n$ ddpkit explain\n```\n"
+        "```bash\nddpkit run b.py\n```\n```console\nddpkit run c.py\n```\n"
+    )
+    assert [c.text for c in console_commands(page)] == [
+        "ddpkit run a.py", "ddpkit explain", "ddpkit run c.py"
+    ]  # fmt: skip
+    (first, third) = console_commands(page, "ddpkit run")
+    assert (first.expected, third.text) == ("ok", "ddpkit run c.py")
 
 
 def test_the_real_pages_parse() -> None:

@@ -22,9 +22,9 @@ from doc_blocks import (
     RUN_AS_COMMANDS,
     RUN_AS_SCRIPT,
     Block,
+    assert_transcript,
     page_blocks,
     pages,
-    transcript_matches,
 )
 
 PAGES = [page for page in pages() if any(block.runs for block in page_blocks(page))]
@@ -77,10 +77,7 @@ def _run(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[s
 
 def _check(done: subprocess.CompletedProcess[str], what: str, expected: str | None) -> None:
     if expected is not None:
-        assert transcript_matches(expected, done.stdout), (
-            f"{what}: the output differs from the page's.\n--- page:\n{expected}\n"
-            f"--- actual (exit {done.returncode}):\n{done.stdout}"
-        )
+        assert_transcript(what, expected, done.stdout, done.returncode)
         return
     assert done.returncode == 0, f"{what} exited {done.returncode}; output:\n{done.stdout}"
 

@@ -23,7 +23,7 @@ import pytest
 from clusters import EXAMPLE, PYTHON, REPO, Finished, Started, clean_env, read_reports, run
 
 sys.path.insert(0, str(REPO / "tests" / "docs"))
-from doc_blocks import Command, page_blocks, transcript_matches
+from doc_blocks import Command, assert_transcript, console_commands
 
 RAW = Path(__file__).resolve().parent / "fault_scripts" / "raw_dist.py"
 DDPKIT_RUN = [PYTHON, "-m", "ddpkit", "run"]
@@ -32,13 +32,7 @@ PAGE = REPO / "docs" / "launchers" / "run.md"
 
 def _page_command(needle: str) -> Command:
     """The page's one command that contains ``needle``."""
-    (command,) = [
-        c
-        for b in page_blocks(PAGE)
-        if b.language == "console"
-        for c in b.commands
-        if needle in c.text
-    ]
+    (command,) = console_commands(PAGE, needle)
     return command
 
 
@@ -50,10 +44,7 @@ def _as_on_the_page(tmp_path: Path, command: Command, *extra: str) -> Finished:
     words[0] = str(Path(PYTHON).parent / "ddpkit")
     finished = run([*words, *extra], env=clean_env(tmp_path), log=tmp_path / "run.log", timeout=120)
     if command.expected is not None:
-        assert transcript_matches(command.expected, finished.output), (
-            f"{PAGE}:{command.line}: the output differs from the page's.\n--- page:\n"
-            f"{command.expected}\n--- actual:\n{finished.output}"
-        )
+        assert_transcript(f"{PAGE}:{command.line}", command.expected, finished.output)
     return finished
 
 

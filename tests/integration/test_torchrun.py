@@ -26,12 +26,12 @@ from clusters import (
 )
 
 sys.path.insert(0, str(REPO / "tests" / "docs"))
-from doc_blocks import Command, page_blocks, transcript_matches
+from doc_blocks import Command, assert_transcript, console_commands
 
 TORCHRUN = [PYTHON, "-m", "torch.distributed.run"]
 PAGE = REPO / "docs" / "launchers" / "torchrun.md"
 #: the page's commands on one machine, as written (its several-machine block is a bash one)
-PAGE_COMMANDS = [c for b in page_blocks(PAGE) if b.language == "console" for c in b.commands]
+PAGE_COMMANDS = console_commands(PAGE)
 
 
 # Without --standalone, as a user types it, torchrun meets on its default port 29500: one such
@@ -56,10 +56,7 @@ def test_torchrun_two_ranks_train_together(tmp_path: Path, command: Command) -> 
     finally:
         torchrun.kill()
     if command.expected is not None:
-        assert transcript_matches(command.expected, finished.output), (
-            f"{PAGE}:{command.line}: the output differs from the page's.\n--- page:\n"
-            f"{command.expected}\n--- actual:\n{finished.output}"
-        )
+        assert_transcript(f"{PAGE}:{command.line}", command.expected, finished.output)
     ranks = read_reports(reports)
     assert_trained_together(ranks, world_size=2)
     for rank in ranks:

@@ -28,7 +28,7 @@ from ddpkit.trainer.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "docs"))
-from doc_blocks import Command, page_blocks, transcript_matches  # noqa: E402
+from doc_blocks import Command, assert_transcript, console_commands  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "train.py"
 README = REPO / "README.md"
@@ -69,13 +69,7 @@ def _assert_picture(path: Path) -> None:
 
 def _readme_command() -> Command:
     """The README's run of the main job (its transcript, which the README marks run here)."""
-    (command,) = [
-        c
-        for b in page_blocks(README)
-        if b.language == "console"
-        for c in b.commands
-        if c.text.startswith("python examples/train.py")
-    ]
+    (command,) = console_commands(README, "python examples/train.py")
     return command
 
 
@@ -91,10 +85,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     done = _run(tmp_path, *command.text.split()[2:], merged=True)
     out = done.stdout
     assert done.returncode == 0, out
-    assert transcript_matches(command.expected, out), (
-        f"README.md:{command.line}: the output differs.\n--- README:\n{command.expected}\n"
-        f"--- actual:\n{out}"
-    )
+    assert_transcript(f"README.md:{command.line}", command.expected, out)
     assert "Traceback" not in out, out
     assert "%|" not in out, "a progress bar was drawn into a pipe"
 

@@ -16,17 +16,11 @@ pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not in
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "docs"))
-from doc_blocks import Command, page_blocks  # noqa: E402
+from doc_blocks import Command, console_commands  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "lightning_1x.py"
 PAGE = REPO / "docs" / "lightning.md"
-COMMANDS = [
-    c
-    for b in page_blocks(PAGE)
-    if b.language == "console"
-    for c in b.commands
-    if "examples/lightning_1x.py" in c.text
-]
+COMMANDS = console_commands(PAGE, "examples/lightning_1x.py")
 
 
 @pytest.mark.timeout(200)
