@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from lightning_scripts import SCRIPTS, run_lightning_script
 
-SCRIPT = Path(__file__).parent / "scripts" / "lit_run.py"
+SCRIPT = SCRIPTS / "lit_run.py"
 MISSION = {  # call → (launcher, the reference's strategy)
     "ddp_cpu": ("spawn", "ddp_spawn"),
     "ddp_cpu+DDPSpawnPlugin": ("spawn", "ddp_spawn"),
@@ -43,15 +43,7 @@ _lit_run()
 
 
 def run_script(out: Path, *args: str) -> dict[str, Any]:
-    out.mkdir(parents=True)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out), *args],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result: dict[str, Any] = torch.load(out / "result.pt", weights_only=False)
+    result = run_lightning_script(SCRIPT.name, out, *args)
     result["log_versions"] = [p.parent.name for p in sorted(out.glob("logs/version_*/metrics.csv"))]
     result["hooks"] = {
         (stage, rank): json.loads((out / f"hooks-{stage}-rank{rank}.json").read_text())

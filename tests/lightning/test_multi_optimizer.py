@@ -5,8 +5,6 @@ frequencies, schedulers, hooks and epoch outputs, and the refusals before any ra
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,26 +14,16 @@ import pytest
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
 import torch  # noqa: E402
+from lightning_scripts import run_lightning_script  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from ddpkit import DDPKitDeprecationWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import Trainer  # noqa: E402
 
-SCRIPT = Path(__file__).parent / "scripts" / "lit_gan.py"
-
 
 def run_gan(out: Path, *args: str) -> dict[str, Any]:
-    out.mkdir(parents=True)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out), *args],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result: dict[str, Any] = torch.load(out / "result.pt", weights_only=False)
-    return result
+    return run_lightning_script("lit_gan.py", out, *args)
 
 
 @pytest.fixture(scope="module")

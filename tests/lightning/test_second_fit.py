@@ -9,29 +9,18 @@ with nothing left to do, one more epoch) in a process of its own.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from lightning_scripts import run_lightning_script
 
 pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
-SCRIPT = Path(__file__).parent / "scripts" / "lit_second_fit.py"
-
 
 def run_script(out: Path, plugin: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--plugin", plugin, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result: dict[str, Any] = torch.load(out / "result.pt", weights_only=False)
-    return result
+    return run_lightning_script("lit_second_fit.py", out, "--plugin", plugin)
 
 
 @pytest.mark.timeout(240)
