@@ -102,7 +102,10 @@ def test_a_stranger_connected_to_the_store_changes_nothing(
     stranger = Stranger(str(tmp_path / "run"))  # the run's own --root is in its command line
     stranger.start()
     try:
-        run, out = restart_run("subprocess", tmp_path, fault="none")
+        # 12 steps of 0.25 s: the job trains for 3 s more than its own 2 s, so that the stranger,
+        # which finds the store by reading the process table and may lose a 2 s connect to a
+        # socket that is not the store's, reaches it while the job trains on a loaded machine.
+        run, out = restart_run("subprocess", tmp_path, "--step-delay", "0.25", fault="none")
     finally:
         stranger.stop.set()
         stranger.join(timeout=30)

@@ -4,6 +4,7 @@ and bench/reliability.py.
     python restart_run.py --launcher subprocess|spawn|torchrun --root DIR --out WEIGHTS
                           [--fault none|kill] [--rank R] [--max-restarts N]
                           [--kill-attempts K] [--no-checkpoint] [--lightning]
+                          [--step-delay SECONDS]
 
 ``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
 attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
@@ -12,6 +13,8 @@ Lines on stderr: ``ddpkit-fault: fault kill rank 1 at <time>`` just before the k
 ``ddpkit-fault: step <epoch> <batch> at <time>`` at each of rank 0's training steps.
 ``--launcher torchrun``: run under ``torchrun --nproc-per-node=2``, which starts the ranks.
 ``--lightning``: the same module as a LightningModule on ``ddpkit.lightning.Trainer``.
+``--step-delay``: every rank sleeps that long at each step (the same weights, a longer run: time
+for a test's observer to act while the job trains).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class Steps:
 
     kill_attempts = 0
     kill_rank = 1
+    step_delay = 0.0
 
     def step_hook(self, epoch: int, batch_idx: int, rank: int) -> None:
         if rank == 0:
@@ -56,6 +60,7 @@ class Steps:
         if rank == self.kill_rank and due and attempt() < self.kill_attempts:
             say(f"fault kill rank {rank} at {time.time():.6f}")
             os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(self.step_delay)
 
 
 def network() -> nn.Module:
@@ -103,6 +108,7 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     )
     model = Net()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
+    model.step_delay = args.step_delay
     trainer.fit(model, data())
     return model, trainer.is_global_zero
 
@@ -127,6 +133,7 @@ def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     )
     model = LitNet()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
+    model.step_delay = args.step_delay
     trainer.fit(model, data())
     return model, trainer.is_global_zero
 
@@ -142,6 +149,7 @@ def main() -> None:
     parser.add_argument("--kill-attempts", type=int, default=1)
     parser.add_argument("--no-checkpoint", action="store_true")
     parser.add_argument("--lightning", action="store_true")
+    parser.add_argument("--step-delay", type=float, default=0.0)
     args = parser.parse_args()
     if args.fault == "none":
         args.kill_attempts = 0
