@@ -18,8 +18,6 @@ else
   [ -x .venv/bin/python ] || scripts/setup.sh test
   PY=.venv/bin/python
 fi
-OUT_DIR="${OUT:-$(mktemp -d)}"
-
 gpus="$("$PY" - <<'PY'
 import sys
 
@@ -37,6 +35,14 @@ if count == 0:
 print(count)
 PY
 )"
+# The bench's output goes to $OUT (the device tool brings it back); without one, to a temporary
+# folder made only now (after the CUDA check, which may exit) and removed when the script ends.
+if [ -n "${OUT:-}" ]; then
+  OUT_DIR="$OUT"
+else
+  OUT_DIR="$(mktemp -d)"
+  trap 'rm -rf "$OUT_DIR"' EXIT
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count(), torch.cuda.get_device_name(0))"
 

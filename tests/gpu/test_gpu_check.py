@@ -16,16 +16,19 @@ NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHON": sys.executable}
 
 
 @pytest.mark.timeout(90)
-def test_without_a_cuda_device_the_check_fails_with_one_line() -> None:
+def test_without_a_cuda_device_the_check_fails_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in NO_CUDA.items() if k != "OUT"}
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu_check.sh")],
-        env=NO_CUDA, capture_output=True, text=True, timeout=80, check=False,
+        env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=80,
+        check=False,
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stdout == ""
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("gpu_check: no CUDA device is visible (torch "), lines[0]
+    assert list(tmp_path.iterdir()) == [], "gpu_check.sh left a temporary folder behind"
 
 
 @pytest.mark.timeout(120)
