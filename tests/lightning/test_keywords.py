@@ -163,6 +163,13 @@ def test_mapped_keywords_have_their_effect() -> None:
     trainer, _ = build(progress_bar_refresh_rate=7, process_position=2)
     bar = trainer.progress_bar_callback
     assert bar is not None and (bar.refresh_rate, bar.process_position) == (7, 2)
+    # Without a bar, as in 1.x, process_position has nothing to place (no bar is added).
+    for off in ({"progress_bar_refresh_rate": 0}, {"enable_progress_bar": False}):
+        trainer, _ = build(process_position=1, **off)
+        assert trainer.progress_bar_callback is None
+    # A 2.x name, in any case, as Lightning takes it (no 1.x value: no warning).
+    trainer = Trainer(accelerator="cpu", devices=1, logger=False, profiler="Simple")
+    assert isinstance(trainer.profiler, SimpleProfiler)
     trainer, _ = build(weights_summary="full")
     assert [c._max_depth for c in trainer.callbacks if isinstance(c, ModelSummary)] == [-1]
     trainer, _ = build(weights_summary=None)
@@ -297,6 +304,16 @@ def test_1x_stage_keywords_are_renamed(tmp_path: Path) -> None:
             r"enable_checkpointing=True\. Fix: pass only enable_checkpointing=True",
         ),
         ({"auto_scale_batch_size": "linear"}, r"False, True, 'power' or 'binsearch'"),
+        # Kept keywords at a value neither 1.x nor 2.x takes (found by test_trainer_fuzz.py:
+        # Lightning raised its own message, a TypeError, or nothing until fit).
+        ({"profiler": ""}, r"Lightning 2\.x takes a Profiler, None or one of 'simple', "),
+        ({"max_steps": "x"}, r"Trainer\(max_steps='x'\): Lightning 2\.x takes an int ≥ -1"),
+        ({"accumulate_grad_batches": "x"}, r"Lightning 2\.x takes an int ≥ 1, and Lightning 1\.x"),
+        (
+            {"progress_bar_refresh_rate": 5, "enable_progress_bar": False},
+            r"progress_bar_refresh_rate=5 means enable_progress_bar=True, which contradicts "
+            r"enable_progress_bar=False",
+        ),
     ],
 )
 def test_a_keyword_lightning_2x_cannot_honour_is_refused(

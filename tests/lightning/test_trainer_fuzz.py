@@ -14,7 +14,7 @@ import pytest
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
 import torch  # noqa: E402
-from hypothesis import HealthCheck, event, given, settings  # noqa: E402
+from hypothesis import HealthCheck, event, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from lightning_fabric.plugins.environments import (  # noqa: E402
     LightningEnvironment,
@@ -87,6 +87,11 @@ def _explain(kwargs: dict[str, Any]) -> str:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kwargs=calls())
+# Found by this test: Lightning's own message for a kept keyword's bad value, and a progress bar
+# added for process_position beside enable_progress_bar=False.
+@example(kwargs={"accelerator": "ddp_cpu", "profiler": ""})
+@example(kwargs={"accelerator": "ddp_cpu", "max_steps": "x"})
+@example(kwargs={"accelerator": "ddp_cpu", "process_position": 1})
 def test_a_trainer_or_a_clear_error(kwargs: dict[str, Any]) -> None:
     try:
         with warnings.catch_warnings():

@@ -30,9 +30,9 @@ def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
 
 
 def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> None:
-    if value == 0:
-        rw.set("enable_progress_bar", False)
-    else:
+    # A rate asks for a bar: enable_progress_bar=False beside it is a contradiction (refused).
+    rw.set("enable_progress_bar", value != 0)
+    if value != 0:
         rw.progress_bar["refresh_rate"] = value
 
 

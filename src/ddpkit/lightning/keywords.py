@@ -111,7 +111,12 @@ class Keyword:
         if nothing is True:
             return  # the last 1.x default: what Trainer(...) without it does
         if row.kept and nothing is None and not row.check(value):
-            rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes: Lightning's to check
+            if row.takes is not None and not row.takes[1](value):
+                raise MisconfigurationError(
+                    f"{quote(row.name, value)}: Lightning 2.x takes {row.takes[0]}, and "
+                    f"Lightning 1.x took {row.accepts}. Fix: pass one of those, or drop it."
+                )
+            rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes
             return
         if nothing is None and not row.check(value):
             raise MisconfigurationError(

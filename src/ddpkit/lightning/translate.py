@@ -109,12 +109,15 @@ def _check_device_names(kwargs: Mapping[str, Any]) -> None:
 
 def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
     """The user's callbacks, then those the 1.x keywords became. A progress bar of the user's
-    own wins over ``progress_bar_refresh_rate`` / ``process_position``, as in 1.x."""
-    if not rewrite.callbacks and not rewrite.progress_bar:
+    own wins over ``progress_bar_refresh_rate`` / ``process_position``, as in 1.x, and without a
+    bar (``enable_progress_bar=False``, ``progress_bar_refresh_rate=0``) ``process_position`` has
+    nothing to place, as in 1.x."""
+    bar = rewrite.progress_bar and rewrite.kwargs.get("enable_progress_bar") is not False
+    if not rewrite.callbacks and not bar:
         return given
     callbacks = [] if given is None else list(given) if isinstance(given, list) else [given]
     callbacks += rewrite.callbacks
-    if rewrite.progress_bar and not any(isinstance(c, ProgressBar) for c in callbacks):
+    if bar and not any(isinstance(c, ProgressBar) for c in callbacks):
         callbacks.append(TQDMProgressBar(**rewrite.progress_bar))
     return callbacks
 

@@ -66,6 +66,10 @@ class Row:
     """Why Lightning 2.x cannot do what any other value asks (every such value is refused)."""
     kept: bool = False
     """Lightning 2.x kept the keyword and refuses only the 1.x values :attr:`check` accepts."""
+    takes: tuple[str, Callable[[Any], bool]] | None = None
+    """For a kept keyword: the values Lightning 2.x takes, in words and as a check. Any other
+    value (neither 1.x's nor 2.x's) is refused before Lightning sees it: Lightning's own check
+    is a ``TypeError`` from a comparison, or none until ``fit``."""
 
     @property
     def is_1x(self) -> bool:
@@ -89,6 +93,18 @@ def _bool(v: Any) -> bool:
 
 def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: v is None or check(v)
+
+
+#: The profiler names Lightning 2.x's Trainer takes (``pytorch_lightning.trainer.setup``).
+_PROFILERS = ("simple", "advanced", "pytorch", "xla")
+
+
+def _profiler(v: Any) -> bool:
+    """A value Lightning 2.x's ``profiler=`` takes: None, one of its names (any case), or an
+    object (a Profiler: Lightning checks its type); not a number or another string."""
+    if isinstance(v, str):
+        return v.lower() in _PROFILERS
+    return v is None or not isinstance(v, int | float)
 
 
 def _is_callback(v: Any) -> bool:
@@ -270,12 +286,14 @@ ROWS: dict[str, Row] = {
         # Kept by Lightning 2.x, with some 1.x values removed (check: a 1.x-only value).
         Row("accumulate_grad_batches", "2.0", "an int ≥ 1, a {epoch: factor} schedule or None",
             _schedule, _accumulate, {0: 1, 4: 2}, default=None, kept=True,  # 1.5–1.9's default
-            annotation=int | dict[int, int] | None),
+            annotation=int | dict[int, int] | None, takes=("an int ≥ 1", _int(1))),
         Row("max_steps", "1.7", "an int ≥ -1 or None", lambda v: v is None,
-            lambda v: "max_steps=-1", -1, noop=(None,), kept=True, annotation=int | None),
+            lambda v: "max_steps=-1", -1, noop=(None,), kept=True, annotation=int | None,
+            takes=("an int ≥ -1", _int(-1))),
         Row("profiler", "1.3", "a profiler, its name, True, False or None", _bool,
             lambda v: "profiler='simple'" if v else "profiler=None", True, noop=(False,),
-            kept=True, annotation=bool),
+            kept=True, annotation=bool, takes=(
+                f"a Profiler, None or one of {', '.join(map(repr, _PROFILERS))}", _profiler)),
         # Lightning 0.x's keywords, renamed before 1.0.
         _renamed("default_save_path", "default_root_dir={v!r}", "runs"),
         _renamed("early_stop_callback", "callbacks=[EarlyStopping(monitor='val_loss')]", True),
