@@ -18,6 +18,7 @@ from pytorch_lightning.callbacks import (  # noqa: E402
     GradientAccumulationScheduler,
     ModelCheckpoint,
     ModelSummary,
+    TQDMProgressBar,
 )
 from pytorch_lightning.loggers import CSVLogger  # noqa: E402
 from pytorch_lightning.profilers import PassThroughProfiler, SimpleProfiler  # noqa: E402
@@ -163,6 +164,13 @@ def test_mapped_keywords_have_their_effect() -> None:
     trainer, _ = build(progress_bar_refresh_rate=7, process_position=2)
     bar = trainer.progress_bar_callback
     assert bar is not None and (bar.refresh_rate, bar.process_position) == (7, 2)
+    # As in 1.x, a progress bar of the user's wins over any refresh rate, 0 included.
+    mine = TQDMProgressBar(refresh_rate=9)
+    trainer, messages = build(progress_bar_refresh_rate=0, callbacks=[mine])
+    assert trainer.progress_bar_callback is mine
+    assert "asks for what Lightning 2.x does. Fix: drop it." in the_message(
+        messages, "progress_bar_refresh_rate"
+    )
     # Without a bar, as in 1.x, process_position has nothing to place (no bar is added).
     for off in ({"progress_bar_refresh_rate": 0}, {"enable_progress_bar": False}):
         trainer, _ = build(process_position=1, **off)

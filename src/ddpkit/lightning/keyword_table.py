@@ -16,6 +16,7 @@ from pytorch_lightning.callbacks import (
     DeviceStatsMonitor,
     GradientAccumulationScheduler,
     ModelSummary,
+    ProgressBar,
 )
 
 from ddpkit.lightning.callbacks import GradNormLogger
@@ -29,11 +30,16 @@ def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
     rw.resume_from_checkpoint = value
 
 
-def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> None:
+def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
+    given = rw.given.get("callbacks")
+    callbacks = given if isinstance(given, list) else [] if given is None else [given]
+    if value == 0 and any(isinstance(c, ProgressBar) for c in callbacks):
+        return NOTHING  # 1.x: a progress bar of the user's wins over any rate, 0 included
     # A rate asks for a bar: enable_progress_bar=False beside it is a contradiction (refused).
     rw.set("enable_progress_bar", value != 0)
     if value != 0:
         rw.progress_bar["refresh_rate"] = value
+    return None
 
 
 def _process_position(value: Any, rw: Rewrite) -> None:
