@@ -171,6 +171,14 @@ def test_mapped_keywords_have_their_effect() -> None:
     assert "asks for what Lightning 2.x does. Fix: drop it." in the_message(
         messages, "progress_bar_refresh_rate"
     )
+    # As in 1.5–1.9, a ModelSummary of the user's wins over weights_summary ("Skipping setting
+    # a default"), and a DeviceStatsMonitor of the user's is not doubled by log_gpu_memory.
+    summary = ModelSummary(max_depth=2)
+    trainer, _ = build(weights_summary="full", callbacks=[summary])
+    assert [c for c in trainer.callbacks if isinstance(c, ModelSummary)] == [summary]
+    monitor = DeviceStatsMonitor()
+    trainer, _ = build(log_gpu_memory="all", callbacks=[monitor])
+    assert [c for c in trainer.callbacks if isinstance(c, DeviceStatsMonitor)] == [monitor]
     # Without a bar, as in 1.x, process_position has nothing to place (no bar is added).
     for off in ({"progress_bar_refresh_rate": 0}, {"enable_progress_bar": False}):
         trainer, _ = build(process_position=1, **off)
@@ -317,6 +325,17 @@ def test_1x_stage_keywords_are_renamed(tmp_path: Path) -> None:
         ({"profiler": ""}, r"Lightning 2\.x takes a Profiler, None or one of 'simple', "),
         ({"max_steps": "x"}, r"Trainer\(max_steps='x'\): Lightning 2\.x takes an int ≥ -1"),
         ({"accumulate_grad_batches": "x"}, r"Lightning 2\.x takes an int ≥ 1, and Lightning 1\.x"),
+        (
+            {
+                "accumulate_grad_batches": {0: 1, 2: 2},
+                "callbacks": [GradientAccumulationScheduler({0: 1})],
+            },
+            r"both set the accumulation schedule\. Fix: keep one",
+        ),
+        (
+            {"checkpoint_callback": False, "callbacks": [ModelCheckpoint()]},
+            r"Trainer\(checkpoint_callback=False, callbacks=\[\.\.\., ModelCheckpoint\(\.\.\.\)\]\)",
+        ),
         (
             {"progress_bar_refresh_rate": 5, "enable_progress_bar": False},
             r"progress_bar_refresh_rate=5 means enable_progress_bar=True, which contradicts "

@@ -15,10 +15,12 @@ from typing import Any
 from pytorch_lightning.callbacks import (
     DeviceStatsMonitor,
     GradientAccumulationScheduler,
+    ModelCheckpoint,
     ModelSummary,
     ProgressBar,
 )
 
+from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning.callbacks import GradNormLogger
 from ddpkit.lightning.keywords import NOTHING, Handler, Keyword, Rewrite
 from ddpkit.trainer.legacy_table import ROWS
@@ -30,10 +32,15 @@ def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
     rw.resume_from_checkpoint = value
 
 
-def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
+def _users(rw: Rewrite, kind: type) -> Any:
+    """The user's own callback of that kind, in ``callbacks=`` (None: there is none)."""
     given = rw.given.get("callbacks")
     callbacks = given if isinstance(given, list) else [] if given is None else [given]
-    if value == 0 and any(isinstance(c, ProgressBar) for c in callbacks):
+    return next((c for c in callbacks if isinstance(c, kind)), None)
+
+
+def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
+    if value == 0 and _users(rw, ProgressBar) is not None:
         return NOTHING  # 1.x: a progress bar of the user's wins over any rate, 0 included
     # A rate asks for a bar: enable_progress_bar=False beside it is a contradiction (refused).
     rw.set("enable_progress_bar", value != 0)
@@ -46,14 +53,26 @@ def _process_position(value: Any, rw: Rewrite) -> None:
     rw.progress_bar["process_position"] = value
 
 
-def _weights_summary(value: Any, rw: Rewrite) -> None:
+def _weights_summary(value: Any, rw: Rewrite) -> str | None:
     if value is None:
         rw.set("enable_model_summary", False)
+    elif _users(rw, ModelSummary) is not None:
+        return NOTHING  # 1.5–1.9: a ModelSummary of the user's wins ("Skipping setting a default")
     else:
         rw.callback(ModelSummary(max_depth=-1))
+    return None
 
 
 def _checkpoint_callback(value: Any, rw: Rewrite) -> None:
+    if value is False and _users(rw, ModelCheckpoint) is not None:
+        # 1.x refused it in its own words ("configured with checkpoint_callback=False but found
+        # ModelCheckpoint"); Lightning 2.x's message would name enable_checkpointing instead.
+        raise MisconfigurationError(
+            "Trainer(checkpoint_callback=False, callbacks=[..., ModelCheckpoint(...)]): "
+            "checkpointing off, and a ModelCheckpoint to save with, as Lightning 1.x refused "
+            "too. Fix: drop checkpoint_callback=False (your ModelCheckpoint saves), or the "
+            "ModelCheckpoint."
+        )
     if isinstance(value, bool):
         rw.set("enable_checkpointing", value)
     else:  # Lightning 1.0–1.2 took a ModelCheckpoint here
@@ -68,8 +87,11 @@ def _flush_logs_every_n_steps(value: Any, rw: Rewrite) -> None:
     rw.flush_logs_every_n_steps = value
 
 
-def _log_gpu_memory(value: Any, rw: Rewrite) -> None:
+def _log_gpu_memory(value: Any, rw: Rewrite) -> str | None:
+    if _users(rw, DeviceStatsMonitor) is not None:
+        return NOTHING  # the user's monitor logs the device's memory already (not twice)
     rw.callback(DeviceStatsMonitor())
+    return None
 
 
 def _prepare_data_per_node(value: Any, rw: Rewrite) -> None:
@@ -124,6 +146,15 @@ def _auto_scale_batch_size(value: Any, rw: Rewrite) -> None:
 
 def _accumulate_grad_batches(value: Any, rw: Rewrite) -> None:
     assert isinstance(value, Mapping)  # the row's check: a schedule (None asks for nothing)
+    if _users(rw, GradientAccumulationScheduler) is not None:
+        # Two schedules, each setting the factor at every epoch's start: 1.8 refused the two
+        # together, as Lightning 2.x refuses an int beside the callback.
+        raise MisconfigurationError(
+            f"Trainer(accumulate_grad_batches={dict(value)!r}, callbacks=[..., "
+            f"GradientAccumulationScheduler(...)]): both set the accumulation schedule. Fix: keep "
+            f"one: callbacks=[GradientAccumulationScheduler(scheduling={dict(value)!r})] "
+            f"without accumulate_grad_batches, or your callback alone."
+        )
     rw.kwargs["accumulate_grad_batches"] = 1
     rw.callback(GradientAccumulationScheduler(scheduling=dict(value)))
 
