@@ -32,15 +32,8 @@ def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
     rw.resume_from_checkpoint = value
 
 
-def _users(rw: Rewrite, kind: type) -> Any:
-    """The user's own callback of that kind, in ``callbacks=`` (None: there is none)."""
-    given = rw.given.get("callbacks")
-    callbacks = given if isinstance(given, list) else [] if given is None else [given]
-    return next((c for c in callbacks if isinstance(c, kind)), None)
-
-
 def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
-    if value == 0 and _users(rw, ProgressBar) is not None:
+    if value == 0 and rw.users(ProgressBar) is not None:
         return NOTHING  # 1.x: a progress bar of the user's wins over any rate, 0 included
     # A rate asks for a bar: enable_progress_bar=False beside it is a contradiction (refused).
     rw.set("enable_progress_bar", value != 0)
@@ -56,7 +49,7 @@ def _process_position(value: Any, rw: Rewrite) -> None:
 def _weights_summary(value: Any, rw: Rewrite) -> str | None:
     if value is None:
         rw.set("enable_model_summary", False)
-    elif _users(rw, ModelSummary) is not None:
+    elif rw.users(ModelSummary) is not None:
         return NOTHING  # 1.5–1.9: a ModelSummary of the user's wins ("Skipping setting a default")
     else:
         rw.callback(ModelSummary(max_depth=-1))
@@ -64,7 +57,7 @@ def _weights_summary(value: Any, rw: Rewrite) -> str | None:
 
 
 def _checkpoint_callback(value: Any, rw: Rewrite) -> None:
-    if value is False and _users(rw, ModelCheckpoint) is not None:
+    if value is False and rw.users(ModelCheckpoint) is not None:
         # 1.x refused it in its own words ("configured with checkpoint_callback=False but found
         # ModelCheckpoint"); Lightning 2.x's message would name enable_checkpointing instead.
         raise MisconfigurationError(
@@ -88,7 +81,7 @@ def _flush_logs_every_n_steps(value: Any, rw: Rewrite) -> None:
 
 
 def _log_gpu_memory(value: Any, rw: Rewrite) -> str | None:
-    if _users(rw, DeviceStatsMonitor) is not None:
+    if rw.users(DeviceStatsMonitor) is not None:
         return NOTHING  # the user's monitor logs the device's memory already (not twice)
     rw.callback(DeviceStatsMonitor())
     return None
@@ -146,7 +139,7 @@ def _auto_scale_batch_size(value: Any, rw: Rewrite) -> None:
 
 def _accumulate_grad_batches(value: Any, rw: Rewrite) -> None:
     assert isinstance(value, Mapping)  # the row's check: a schedule (None asks for nothing)
-    if _users(rw, GradientAccumulationScheduler) is not None:
+    if rw.users(GradientAccumulationScheduler) is not None:
         # Two schedules, each setting the factor at every epoch's start: 1.8 refused the two
         # together, as Lightning 2.x refuses an int beside the callback.
         raise MisconfigurationError(

@@ -17,12 +17,17 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.legacy_table import Row
 
-__all__ = ["Keyword", "NOTHING", "Refusal", "Rewrite", "quote"]
+__all__ = ["Keyword", "NOTHING", "Refusal", "Rewrite", "callback_list", "quote"]
 
 
 def quote(name: str, value: Any) -> str:
     """The keyword as the user wrote it: ``Trainer(weights_summary='full')``."""
     return f"Trainer({name}={value!r})"
+
+
+def callback_list(given: Any) -> list[Any]:
+    """``callbacks=`` as Lightning takes it (None, one callback or a list), as a new list."""
+    return [] if given is None else list(given) if isinstance(given, list) else [given]
 
 
 class Refusal(Exception):
@@ -74,6 +79,12 @@ class Rewrite:
 
     def callback(self, callback: Any) -> None:
         self.callbacks.append(callback)
+
+    def users(self, kind: type) -> Any:
+        """The user's own callback of that kind in ``callbacks=`` (None: there is none)."""
+        return next(
+            (c for c in callback_list(self.given.get("callbacks")) if isinstance(c, kind)), None
+        )
 
 
 #: A 1.x keyword's handler: applies a value that asks for something to the rewrite. It returns

@@ -36,7 +36,7 @@ from ddpkit.lightning.device_flags import (
 )
 from ddpkit.lightning.devices import LightningDevices, lightning_devices
 from ddpkit.lightning.keyword_table import KEYWORDS
-from ddpkit.lightning.keywords import Rewrite
+from ddpkit.lightning.keywords import Rewrite, callback_list
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
 from ddpkit.utilities.suggest import choices, did_you_mean
 
@@ -115,8 +115,7 @@ def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
     bar = rewrite.progress_bar and rewrite.kwargs.get("enable_progress_bar") is not False
     if not rewrite.callbacks and not bar:
         return given
-    callbacks = [] if given is None else list(given) if isinstance(given, list) else [given]
-    callbacks += rewrite.callbacks
+    callbacks = callback_list(given) + rewrite.callbacks
     if bar and not any(isinstance(c, ProgressBar) for c in callbacks):
         callbacks.append(TQDMProgressBar(**rewrite.progress_bar))
     return callbacks
