@@ -83,6 +83,19 @@ def test_srun_two_tasks_are_the_ranks(cluster: SlurmCluster, tmp_path: Path) -> 
 
 
 @pytest.mark.xdist_group("slurm")
+@pytest.mark.timeout(60)
+def test_a_batch_job_that_fails_fails_the_sbatch_helper(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """The sbatch tests' helper reads the job's end from scontrol: a failing job is a failure."""
+    args = [_LIMIT, f"--output={tmp_path / 'job.log'}", "--wrap", "exit 3"]
+    finished = cluster.sbatch(
+        args, env=cluster.env(tmp_path), log=tmp_path / "sbatch.log", timeout=50
+    )
+    assert finished.returncode == 3
+
+
+@pytest.mark.xdist_group("slurm")
 @pytest.mark.timeout(180)
 def test_sbatch_script_from_the_docs(cluster: SlurmCluster, tmp_path: Path) -> None:
     [script] = _SCRIPT.findall(_DOC.read_text())
@@ -91,14 +104,11 @@ def test_sbatch_script_from_the_docs(cluster: SlurmCluster, tmp_path: Path) -> N
     reports = tmp_path / "reports"
     env = cluster.env(tmp_path, PATH=f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}")
     # This cluster has one node of two cores: the command line beats the #SBATCH lines.
-    command = [
-        "sbatch", "--wait", "--nodes=1", "--cpus-per-task=1", _LIMIT,
-        f"--output={tmp_path / 'job.log'}", str(path),
+    args = [
+        "--nodes=1", "--cpus-per-task=1", _LIMIT, f"--output={tmp_path / 'job.log'}", str(path),
         "--report-dir", str(reports), "--root-dir", str(tmp_path / "run"),
     ]  # fmt: skip
-    finished = run(
-        command, env=env, log=tmp_path / "sbatch.log", timeout=120, context=cluster.diagnostics
-    )
+    finished = cluster.sbatch(args, env=env, log=tmp_path / "sbatch.log", timeout=120)
     finished.check(lambda: _job_log(tmp_path) + cluster.diagnostics())
     ranks = read_reports(reports)
     assert_trained_together(ranks, world_size=2)
@@ -112,16 +122,9 @@ def test_batch_step_is_not_rank_zero_of_two(cluster: SlurmCluster, tmp_path: Pat
     SLURM_NTASKS=2 and SLURM_PROCID=0; it must not wait for a rank 1 that never comes."""
     reports = tmp_path / "reports"
     train = _example(reports, tmp_path, "--accelerator", "cpu", "--devices", "2")
-    command = [
-        "sbatch", "--wait", "--ntasks=2", _LIMIT, f"--output={tmp_path / 'job.log'}",
-        "--wrap", " ".join(train),
-    ]  # fmt: skip
-    finished = run(
-        command,
-        env=cluster.env(tmp_path),
-        log=tmp_path / "sbatch.log",
-        timeout=120,
-        context=cluster.diagnostics,
+    args = ["--ntasks=2", _LIMIT, f"--output={tmp_path / 'job.log'}", "--wrap", " ".join(train)]
+    finished = cluster.sbatch(
+        args, env=cluster.env(tmp_path), log=tmp_path / "sbatch.log", timeout=120
     )
     finished.check(lambda: _job_log(tmp_path) + cluster.diagnostics())
     log = _job_log(tmp_path)
