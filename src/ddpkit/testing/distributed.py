@@ -109,6 +109,12 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
         dist.init_process_group(
             spec.backend, store=store, rank=rank, world_size=world_size, timeout=timeout
         )
+        if spec.backend == "gloo":
+            # gloo's connectFullMesh can return on rank 0 before rank 1's side of the pair has
+            # finished its handshake: a test body with no collective then ends rank 0 and closes
+            # the pair under rank 1 ("Connection closed by peer" in its setup, seen on a loaded
+            # machine). One barrier: every rank's group is whole before any test body runs.
+            dist.barrier()
     return DistInfo(rank=rank, world_size=world_size, device=device, backend=spec.backend)
 
 
