@@ -71,3 +71,7 @@ def test_every_variable_torchrun_gives_a_worker() -> None:
     assert run_env(spec, {"OMP_NUM_THREADS": "4"}, local_rank=0, port=1, attempt=0,
                    run_id="x")["OMP_NUM_THREADS"] == "4"  # fmt: skip
     assert env["OMP_NUM_THREADS"] == "1"
+    # Python's faulthandler is on in each rank unless the user said otherwise ("" is off).
+    assert env["PYTHONFAULTHANDLER"] == "1"
+    assert run_env(spec, {"PYTHONFAULTHANDLER": ""}, local_rank=0, port=1, attempt=0,
+                   run_id="x")["PYTHONFAULTHANDLER"] == ""  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -89,6 +90,26 @@ def test_a_rank_killed_by_sigkill_is_named_with_the_signal(
         f"cause, killed by signal SIGKILL"
     )
     assert f"rank 0 (pid {run.ranks[0]}): " in report
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_rank_that_crashes_in_native_code_shows_where_python_was(
+    launcher: str, private_tmp: Path
+) -> None:
+    """SIGABRT (a C++ std::terminate, a failed assert in a library): the report can only name
+    the signal; ddpkit starts its ranks with Python's faulthandler on, so the rank's stderr
+    shows every thread's Python stack, the crashing line among them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"}
+    run = run_fault(launcher, "abort", rank=1, timeout=HANG_GUARD, tmpdir=private_tmp, env=env)
+    assert_clean(run)
+    assert run.returncode == 1
+    assert report_of(run).startswith(
+        f"ChildFailedError: {WHAT[launcher]} failed: rank 1 (pid {run.ranks[1]}) is the root "
+        f"cause, killed by signal SIGABRT"
+    )
+    assert "Fatal Python error: Aborted" in run.stderr
+    dump = run.stderr[run.stderr.index("Fatal Python error: Aborted") :]
+    assert re.search(r'File ".*faulty_run\.py", line \d+ in inject', dump), dump
 
 
 def test_rank_zero_failing_ends_the_children_and_keeps_its_own_traceback(

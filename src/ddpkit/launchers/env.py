@@ -9,7 +9,7 @@ from ddpkit.errors import LaunchError, MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID, ENV_STAGE_FILE
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID, ENV_STAGE_FILE
 
 __all__ = ["launchable_environment", "rank_env", "requested_port", "require_rendezvous"]
 
@@ -67,8 +67,11 @@ def rank_env(
     """``base`` plus the rank variables (:data:`ddpkit.ranks.names.RANK_VARIABLES`) and, when
     given, where the rank reports its failure and counts its stages, and ``extra`` (the job's
     key, a restart's attempt). GPU ids are never set here: each rank picks its device by
-    ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have."""
+    ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have.
+    Python's faulthandler is on (``PYTHONFAULTHANDLER=1``) unless ``base`` says otherwise: the
+    report can only say "killed by signal SIGSEGV"; the rank's stderr then shows where."""
     env = dict(base)
+    env.setdefault(ENV_FAULTHANDLER, "1")
     env.update(
         {
             "MASTER_ADDR": main_address,

@@ -40,7 +40,7 @@ from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file
 from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
-from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_PARENT_PID
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import StoreHost
 from ddpkit.ranks.run_rank import ENV_STALL_TIMEOUT
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
@@ -88,6 +88,7 @@ def run_env(
     env.setdefault("OMP_NUM_THREADS", "1")  # torchrun's default too, for several ranks a node
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # as torchrun: nccl errors raise
     env.setdefault("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT")
+    env.setdefault(ENV_FAULTHANDLER, "1")  # a crash in C++ shows the rank's Python stacks
     env.update(
         {
             "RANK": str(rank),

@@ -11,6 +11,7 @@ previous stage's port, which another process may hold by then.
 from __future__ import annotations
 
 import ast
+import faulthandler
 import io
 import os
 import pickle
@@ -34,7 +35,7 @@ from ddpkit.ranks.ending import POLL_SECONDS, first_failure
 from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
 from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
-from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_JOB_KEY, ENV_PARENT_PID
+from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_JOB_KEY, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
@@ -103,6 +104,9 @@ def _spawned_rank(
     # Before unpickling: the environment objects of the payload read this rank's variables
     # (and the rank's side of each stage watches the same parent).
     os.environ.update({**env, ENV_PARENT_PID: str(parent)})
+    # Spawned from this process's environment, not ``env``: faulthandler is switched on here.
+    if env.get(ENV_FAULTHANDLER) and not faulthandler.is_enabled():
+        faulthandler.enable(all_threads=True)
     try:
         plugin, fn, args, parent_rng = pickle.loads(Path(payload_file).read_bytes())
         # Every rank starts from the launching process's generators (as Lightning's spawn
@@ -254,7 +258,9 @@ class SpawnLauncher(Launcher):
         for local_rank in range(per_node):
             rank = node_rank * per_node + local_rank
             child_env = rank_env(
-                {},
+                # A rank's own variables only (it inherits this process's); the user's say on
+                # faulthandler is kept, rank_env switches it on otherwise.
+                {k: os.environ[k] for k in (ENV_FAULTHANDLER,) if k in os.environ},
                 main_address=address,
                 main_port=port,
                 world_size=self.plugin.world_size,

@@ -13,6 +13,7 @@ from ddpkit.utilities.seed import ENV_SEED
 
 __all__ = [
     "ENV_ERROR_FILE",
+    "ENV_FAULTHANDLER",
     "ENV_ISOLATED_TEST",
     "ENV_JOB_KEY",
     "ENV_MAX_RESTARTS",
@@ -37,6 +38,10 @@ __all__ = [
 ENV_PARENT_PID = "DDPKIT_PARENT_PID"
 #: where a failing rank leaves its report (JSON, in the launcher's private 0700 directory)
 ENV_ERROR_FILE = "DDPKIT_ERROR_FILE"
+#: Python's own switch for faulthandler at start-up; ddpkit's launchers set it to "1" in each
+#: rank they start unless the user's environment sets it: a rank that dies of SIGSEGV, SIGABRT,
+#: SIGBUS, SIGFPE or SIGILL (a crash in C++) then prints every thread's Python stack
+ENV_FAULTHANDLER = "PYTHONFAULTHANDLER"
 #: where a rank started by the subprocess launcher counts the stages it has started
 ENV_STAGE_FILE = "DDPKIT_STAGE_FILE"
 #: the job's key: the unguessable prefix of its keys in the rendezvous store

@@ -1,6 +1,6 @@
 """A tiny 2-rank CPU training run with one injected fault (fault-injection tests, bench).
 
-    python faulty_run.py --launcher subprocess|spawn --fault raise|kill|stall|none|ok --rank R
+    python faulty_run.py --launcher subprocess|spawn --fault raise|kill|abort|stall|none|ok --rank R
                          [--stall-timeout S]
 
 Every rank prints ``ddpkit-fault: rank R pid P`` when training starts. The faulting rank prints
@@ -65,6 +65,8 @@ class Faulty(ddpkit.Module):
             raise RuntimeError(f"injected fault on rank {self.fault_rank}")
         if self.fault == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.fault == "abort":
+            os.abort()  # what a C++ std::terminate or a failed assert in a library does
         if self.fault == "stall":
             while True:  # stuck before the next collective, holding the GIL like real code
                 sum(range(1000))
@@ -81,7 +83,17 @@ def main() -> None:
     parser.add_argument("--launcher", choices=["subprocess", "spawn"], required=True)
     parser.add_argument(
         "--fault",
-        choices=["raise", "kill", "stall", "gil", "none", "ok", "rank0_stage", "children_stage"],
+        choices=[
+            "raise",
+            "kill",
+            "abort",
+            "stall",
+            "gil",
+            "none",
+            "ok",
+            "rank0_stage",
+            "children_stage",
+        ],
         required=True,
     )
     parser.add_argument("--rank", type=int, default=1)
