@@ -280,10 +280,12 @@ class SlurmCluster:
             )  # fmt: skip
             fields = dict(re.findall(r"(\w+)=(\S*)", shown.stdout))
             if fields.get("JobState") in _JOB_ENDED:
-                code, _, signum = fields.get("ExitCode", "1:0").partition(":")
-                status = int(code) or (128 + int(signum) if int(signum or 0) else 0)
-                if fields["JobState"] != "COMPLETED":
-                    status = status or 1  # cancelled, timed out, ...: never a success
+                exit_code, _, signum = fields.get("ExitCode", "1:0").partition(":")
+                status = int(exit_code)
+                if not status and int(signum or 0):
+                    status = 128 + int(signum)  # killed by a signal, as a shell reports it
+                if not status and fields["JobState"] != "COMPLETED":
+                    status = 1  # cancelled, timed out, ...: never a success
                 return Finished([*submitted.command, f"(job {job})"], status, submitted.output)
             if time.monotonic() > deadline:
                 subprocess.run(
