@@ -12,6 +12,7 @@ added: their output is checked against the page's, and their processes and repor
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -150,6 +151,14 @@ def test_a_ddpkit_trainer_under_ddpkit_run_plans_external(tmp_path: Path) -> Non
     ok.check()
     assert "raw: rank 0 done attempt 0 sum 2" in ok.output
     assert "raw: rank 1 done attempt 0 sum 2" in ok.output
+    # Each rank's stall watch (sampler and watchdog) stopped when the script ended, before its
+    # atexit handlers: a daemon thread still inside a TCPStore call when the interpreter
+    # finalizes aborts the rank after a script that ended well (SIGABRT, "terminate called
+    # without an active exception").
+    for rank in (0, 1):
+        found = re.search(rf"raw: rank {rank} threads at exit: (.*)", ok.output)
+        assert found is not None, ok.output
+        assert not {"ddpkit-run-sampler", "ddpkit-stall-watch"} & set(found[1].split()), found[0]
     reports = tmp_path / "reports"
     command = _page_command(str(EXAMPLE.relative_to(REPO)))
     extra = ("--report-dir", str(reports), "--root-dir", str(tmp_path / "r"))

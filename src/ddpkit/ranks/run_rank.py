@@ -22,7 +22,6 @@ import os
 import runpy
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from types import FrameType, TracebackType
@@ -38,6 +37,8 @@ __all__ = ["ENV_STALL_TIMEOUT", "main"]
 ENV_STALL_TIMEOUT = "DDPKIT_RUN_STALL_TIMEOUT"
 #: how often the main thread is sampled
 _SAMPLE_SECONDS = 0.1
+#: how long the end of the script waits for the sampler and its watchdog to stop
+_STOP_SECONDS = 5.0
 _DISTRIBUTED = os.sep + os.path.join("torch", "distributed") + os.sep
 
 
@@ -78,22 +79,48 @@ def _in_collective(frame: FrameType | None) -> str | None:
 
 class CollectiveSampler:
     """Drives a :class:`~ddpkit.ranks.stall.StallWatchdog` for a script ddpkit does not wrap:
-    the main thread's position, sampled, stands for the collectives the watchdog counts."""
+    the main thread's position, sampled, stands for the collectives the watchdog counts.
+
+    :meth:`stop` ends both threads, and must run before the interpreter finalizes: a daemon
+    thread that is inside a ``TCPStore`` call then is ended by ``pthread_exit`` through torch's
+    C++ frames, and the rank aborts ("terminate called without an active exception", SIGABRT)
+    after a script that ended well.
+    """
 
     def __init__(self, timeout: float, main: threading.Thread) -> None:
         self.timeout = timeout
         self.main = main
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name="ddpkit-run-sampler", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name="ddpkit-run-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the sampling and the watchdog, and wait for both: at most :data:`_STOP_SECONDS`,
+        which only a watchdog still connecting to a store that does not answer takes."""
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(_STOP_SECONDS)
+            self._thread = None
+
+    def _running(self) -> bool:
+        return self.main.is_alive() and not self._done.is_set()
 
     def _run(self) -> None:
         watchdog = self._wait_for_process_group()
         if watchdog is None:
             return
         watchdog.start()
+        try:
+            self._sample(watchdog)
+        finally:
+            watchdog.stop()  # joins its thread: no store call of it outlives the script
+
+    def _sample(self, watchdog: Any) -> None:
         inside: Any = None
-        while self.main.is_alive():
+        while self._running():
             where = _in_collective(sys._current_frames().get(self.main.ident or -1))
             if where is not None and inside is None:
                 inside = watchdog.collective(where)
@@ -101,15 +128,15 @@ class CollectiveSampler:
             elif where is None and inside is not None:
                 inside.__exit__(None, None, None)
                 inside = None
-            time.sleep(_SAMPLE_SECONDS)
+            self._done.wait(_SAMPLE_SECONDS)
 
     def _wait_for_process_group(self) -> Any:
         """The watchdog, once the script has a process group (None: it never made one)."""
-        while self.main.is_alive():
+        while self._running():
             dist = sys.modules.get("torch.distributed")
             if dist is not None and dist.is_available() and dist.is_initialized():
                 break
-            time.sleep(_SAMPLE_SECONDS * 5)
+            self._done.wait(_SAMPLE_SECONDS * 5)
         else:
             return None
         from ddpkit.ranks.stall import StallWatchdog
@@ -155,15 +182,19 @@ def main(argv: list[str] | None = None) -> None:
 
     sys.excepthook = hook
     stall = float(os.environ.get(ENV_STALL_TIMEOUT, "0") or 0)
-    if stall > 0:
-        CollectiveSampler(stall, threading.main_thread()).start()
-    if as_module:
-        sys.argv = [target, *rest]
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
-        return
+    sampler = CollectiveSampler(stall, threading.main_thread()) if stall > 0 else None
+    if sampler is not None:
+        sampler.start()
     sys.argv = [target, *rest]
-    sys.path[0] = os.path.dirname(os.path.abspath(target))
-    runpy.run_path(target, run_name="__main__")
+    try:
+        if as_module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.path[0] = os.path.dirname(os.path.abspath(target))
+            runpy.run_path(target, run_name="__main__")
+    finally:
+        if sampler is not None:
+            sampler.stop()  # before the script's atexit handlers and the interpreter's end
 
 
 if __name__ == "__main__":

@@ -6,15 +6,18 @@
 Every rank prints ``raw: rank R pid P`` once the process group is up; the faulting rank prints
 ``raw: fault <name> rank R at <time.time()>`` just before the fault (step 3). ``flaky`` raises on
 the first attempt only (``TORCHELASTIC_RESTART_COUNT`` 0). ``--tag`` only marks the command line,
-so a harness can find every process of the run.
+so a harness can find every process of the run. At its very end (its first atexit handler) each
+rank prints ``raw: rank R threads at exit: NAMES``, the threads still alive besides the main one.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
+import threading
 import time
 
 import torch
@@ -23,6 +26,11 @@ import torch.distributed as dist
 
 def say(text: str) -> None:
     print(f"raw: {text}", file=sys.stderr, flush=True)
+
+
+def threads_at_exit(rank: int) -> None:
+    names = sorted(t.name for t in threading.enumerate() if t is not threading.main_thread())
+    say(f"rank {rank} threads at exit: {' '.join(names) or '-'}")
 
 
 def main() -> None:
@@ -34,6 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    atexit.register(threads_at_exit, rank)  # the first registered: it runs last
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "?")
     say(f"rank {rank} pid {os.getpid()} attempt {attempt}")
     steps = 10**6 if args.fault == "none" else args.steps
