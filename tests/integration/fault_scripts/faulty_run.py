@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import resource
 import signal
 import sys
 import time
@@ -66,6 +67,8 @@ class Faulty(ddpkit.Module):
         if self.fault == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         if self.fault == "abort":
+            # No core file where the test runs, whatever the user's `ulimit -c`.
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             os.abort()  # what a C++ std::terminate or a failed assert in a library does
         if self.fault == "stall":
             while True:  # stuck before the next collective, holding the GIL like real code
