@@ -103,8 +103,9 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
         device = torch.device("cuda", local)
     # Every rank of a distributed test is on this machine: gloo's connections on loopback, as
     # DDPPlugin makes them (else gloo listens on the address the host name resolves to).
-    from ddpkit.plugins.training_type.process_group import gloo_on_loopback
+    from ddpkit.plugins.training_type.process_group import gloo_on_loopback, import_dynamo_first
 
+    import_dynamo_first()  # else a test body's DDP or optimizer step keeps the group to the end
     with gloo_on_loopback(spec.backend == "gloo"):
         dist.init_process_group(
             spec.backend, store=store, rank=rank, world_size=world_size, timeout=timeout

@@ -22,6 +22,7 @@ __all__ = [
     "agent_store",
     "all_reduce",
     "gloo_on_loopback",
+    "import_dynamo_first",
     "init_process_group",
     "start_watchdog",
 ]
@@ -64,6 +65,7 @@ def init_process_group(
 ) -> None:
     """Join the default process group: through ``store`` under ``prefix`` (each stage's keys
     apart), or through ``env://`` when ``store`` is None (torchrun's agent store)."""
+    import_dynamo_first()
     hook = sys.excepthook
     with gloo_on_loopback(loopback and backend == "gloo"):
         if store is None:
@@ -77,6 +79,22 @@ def init_process_group(
                 timeout=timeout,
             )
     _one_excepthook(hook)
+
+
+def import_dynamo_first() -> None:
+    """Import ``torch._dynamo`` before the group exists, not after.
+
+    DDP imports it at its first construction (so does the first optimizer step), and an import
+    made while a group exists keeps references to that group's Python object that nothing ever
+    releases (torch 2.13: the default group's reference count goes up by 10 at
+    ``import torch._dynamo``). ``destroy_process_group`` then cannot free the gloo backend: its
+    worker and transport threads run on into interpreter finalization, where a gloo thread that
+    lets go of a tensor needs the GIL of an interpreter that is gone (the mechanism of
+    pytorch/pytorch#179291), and the rank can abort after a fit that ended well ("terminate
+    called without an active exception", SIGABRT). Imported first, the group is freed at
+    teardown and no gloo thread is left at exit. DDP would pay for the import a moment later
+    anyway."""
+    import torch._dynamo  # noqa: F401
 
 
 def _one_excepthook(before: Any) -> None:
