@@ -249,6 +249,24 @@ def test_console_entry_points() -> None:
 
 
 @pytest.mark.timeout(60)
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    """`ddpkit ... --json | head -0`: the pipe is closed before ddpkit writes; no traceback, and
+    the status a shell shows for SIGPIPE. (A mistyped flag with --json: its answer goes to
+    stdout without importing torch.)"""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ddpkit", "explain", "--devces", "2", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=50) == 141, err
+    assert err == ""
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "argv",
     [

@@ -22,6 +22,9 @@ __all__ = ["COMMANDS", "console_main", "main", "parser"]
 
 #: Every command, in the order ``ddpkit --help`` lists them.
 COMMANDS: list[Command] = [explain.COMMAND, env.COMMAND, plot.COMMAND, run.COMMAND]
+#: The exit status of a command whose reader went away: 128 + SIGPIPE, as a shell reports a
+#: program that SIGPIPE ended.
+_SIGPIPE_STATUS = 141
 
 
 def parser() -> Parser:
@@ -94,8 +97,20 @@ def console_main() -> None:
     report printed — and it leaves without the interpreter's teardown of torch, which it imported
     only to serve the ranks' store: that teardown has nothing to flush and takes 0.3 s on two
     cores, the largest part of the time from a failing rank to the end of the job
-    (bench/run_vs_torchrun.py)."""
-    status = main()
+    (bench/run_vs_torchrun.py).
+
+    A reader that stops early (``ddpkit explain ... | head``) ends the command quietly with the
+    status a shell shows for SIGPIPE (141), as ``cat`` or ``git log`` end, not with a traceback."""
+    try:
+        try:
+            status = main()
+        finally:  # --help and --version leave through SystemExit: their output is flushed too
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # Python's own advice (the signal module's "Note on SIGPIPE"): point stdout at devnull so
+        # that the interpreter's last flush does not fail a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = _SIGPIPE_STATUS
     if "ddpkit.launchers.run_job" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()
