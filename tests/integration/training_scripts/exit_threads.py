@@ -10,6 +10,7 @@ very end (its first atexit handler, after ddpkit's teardown), the native threads
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 from pathlib import Path
@@ -33,7 +34,9 @@ def native_threads() -> list[str]:
 
 
 def report(rank: int) -> None:
-    print(f"exit-threads: rank {rank}: {' '.join(native_threads()) or '-'}", file=sys.stderr)
+    # One write of the whole line: both ranks share the pipe, and print() writes the newline apart.
+    line = f"exit-threads: rank {rank}: {' '.join(native_threads()) or '-'}\n"
+    os.write(sys.stderr.fileno(), line.encode())
 
 
 class Net(ddpkit.Module):
