@@ -276,3 +276,55 @@ def test_ranks_keep_hypothesis_only_where_a_test_uses_it(
         *PLUGIN, verbosity, "-W", "error::pytest.PytestAssertRewriteWarning", timeout=180
     )
     result.assert_outcomes(passed=2)
+
+
+DDP_AT_EXIT = """
+    import atexit, sys
+    from pathlib import Path
+    import pytest
+    import torch
+
+    def note(what):
+        with open({record!r}, "a") as fh:
+            fh.write(what + "\\n")
+
+    def gloo_threads(name, rank):
+        names = [(t / "comm").read_text().strip() for t in Path("/proc/self/task").iterdir()]
+        note(f"{{name}} {{rank}} exit {{sorted(n for n in names if 'gloo' in n) or '-'}}")
+
+    def train(name, dist):
+        note(f"{{name}} {{dist.rank}} dynamo {{'torch._dynamo' in sys.modules}}")
+        if name == "fresh":  # a fork ends through os._exit: nothing of it runs into finalization
+            atexit.register(gloo_threads, name, dist.rank)
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(4, 2)).sum().backward()
+        optimizer.step()
+
+    @pytest.mark.distributed(world_size=2)
+    def test_forked(dist):
+        train("forked", dist)
+
+    @pytest.mark.distributed(world_size=2, fresh_interpreter=True)
+    def test_fresh(dist):
+        train("fresh", dist)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_fresh_rank_exits_without_gloo_threads_and_a_forked_one_imports_no_dynamo_for_it(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A fresh interpreter finalizes when it ends: its group is freed whole before (torch._dynamo
+    imported before the group, as ddpkit's launchers do), so no gloo thread can abort it there.
+    A forked rank ends through os._exit and is not made to pay that import (1.5 s of CPU)."""
+    record = tmp_path / "record"
+    pytester.makepyfile(test_exit=textwrap.dedent(DDP_AT_EXIT.format(record=str(record))))
+    result = pytester.runpytest_subprocess(*PLUGIN, timeout=280)
+    result.assert_outcomes(passed=2)
+    lines = sorted(record.read_text().splitlines())
+    assert lines == [
+        "forked 0 dynamo False", "forked 1 dynamo False",
+        "fresh 0 dynamo True", "fresh 0 exit -",
+        "fresh 1 dynamo True", "fresh 1 exit -",
+    ]  # fmt: skip

@@ -104,8 +104,13 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
     # Every rank of a distributed test is on this machine: gloo's connections on loopback, as
     # DDPPlugin makes them (else gloo listens on the address the host name resolves to).
     from ddpkit.plugins.training_type.process_group import gloo_on_loopback, import_dynamo_first
+    from ddpkit.testing.worker import ends_without_finalizing
 
-    import_dynamo_first()  # else a test body's DDP or optimizer step keeps the group to the end
+    if not ends_without_finalizing():
+        # A fresh interpreter finalizes at its end, where a gloo thread that a test body's DDP
+        # wrap kept alive (it imports torch._dynamo) can abort the rank; a fork ends through
+        # os._exit, and leaves the import (1.5 s of CPU) to the test bodies that need it.
+        import_dynamo_first()
     with gloo_on_loopback(spec.backend == "gloo"):
         dist.init_process_group(
             spec.backend, store=store, rank=rank, world_size=world_size, timeout=timeout

@@ -64,6 +64,7 @@ __all__ = [
     "become_test_process",
     "child_environment",
     "die_with",
+    "ends_without_finalizing",
     "exit_now",
     "is_per_test",
     "read_records",
@@ -338,6 +339,15 @@ def _fresh_process_state(env: Mapping[str, str]) -> None:
         torch.set_num_threads(int(threads))
 
 
+_forked = False
+
+
+def ends_without_finalizing() -> bool:
+    """Whether this process is a test process forked from a zygote or the session, which ends
+    through :func:`exit_now`: no interpreter finalization, so no thread of it can run into one."""
+    return _forked
+
+
 def exit_now(code: int) -> NoReturn:
     """End as an interpreter ends (non-daemon threads joined, atexit handlers run, output
     flushed) without tearing down the modules copied from the zygote, which only costs time."""
@@ -354,6 +364,8 @@ def exit_now(code: int) -> NoReturn:
 def become_test_process(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> None:
     """In a process just forked from a zygote: become the process ``python -m pytest <args>``
     would be, with the request's environment, working directory, output and command line."""
+    global _forked
+    _forked = True  # it ends through exit_now (run_forked, session_fork)
     os.setsid()  # a session of its own: the parent ends the test's whole tree through it
     die_with(zygote_pid)
     signal.signal(signal.SIGINT, signal.default_int_handler)
