@@ -38,6 +38,7 @@ from ddpkit.trainer.progress import ProgressBar
 from ddpkit.trainer.restart import FitStart, Resume
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
+from ddpkit.utilities import rng
 from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["StageRequest", "merge_callbacks", "run_stage"]
@@ -245,7 +246,8 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     val = None
     state.num_sanity_val_batches = [0] if validation else []  # Lightning's, when none run
     if validation and config.num_sanity_val_steps:
-        val = _sanity_check(ctx, val_loader)
+        with rng.isolated():  # Lightning's: the same seed trains alike with or without it
+            val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
     state.status.stage = "train"
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):

@@ -10,13 +10,15 @@ pickle.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-__all__ = ["capture", "decode", "encode", "restore"]
+__all__ = ["capture", "decode", "encode", "isolated", "restore"]
 
 
 def _numpy() -> Any:
@@ -58,6 +60,17 @@ def restore(state: dict[str, Any]) -> None:
         kind, keys, pos, has_gauss, cached = state["numpy"]
         array = np.array(keys.tolist(), dtype=np.uint32)
         np.random.set_state((kind, array, int(pos), int(has_gauss), float(cached)))
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """The generators set back, on the way out, to what they were on the way in (Lightning's
+    ``isolate_rng``, around its sanity check: what runs inside draws nothing from training)."""
+    state = capture()
+    try:
+        yield
+    finally:
+        restore(state)
 
 
 def _b64(tensor: torch.Tensor | None) -> str | None:

@@ -15,6 +15,7 @@ __all__ = [
     "ENV_SEED",
     "ENV_SEED_WORKERS",
     "configured_seed",
+    "reset_seed",
     "seed_everything",
     "worker_init_function",
 ]
@@ -84,6 +85,17 @@ def seed_everything(seed: int | None = None, workers: bool = False, verbose: boo
     else:
         np.random.seed(seed)
     return seed
+
+
+def reset_seed() -> None:
+    """Seed again with what :func:`seed_everything` exported, quietly; nothing if it never ran
+    (Lightning's ``reset_seed``, which its DDP strategies call as each stage's ranks set up: every
+    rank then starts the stage from the seed, whatever the script drew before ``fit``)."""
+    exported = os.environ.get(ENV_SEED) or os.environ.get(ENV_LIGHTNING_SEED)
+    if exported is None:
+        return
+    workers = os.environ.get(ENV_SEED_WORKERS, "0") == "1"
+    seed_everything(int(exported), workers=workers, verbose=False)
 
 
 def worker_init_function(worker_id: int, rank: int = 0) -> None:  # pragma: no cover (a worker)

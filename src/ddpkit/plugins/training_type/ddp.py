@@ -48,6 +48,7 @@ from ddpkit.ranks.names import ENV_JOB_KEY
 from ddpkit.ranks.protocol import rank_stage
 from ddpkit.ranks.rendezvous import Rendezvous, host_for
 from ddpkit.ranks.stall import StallReport, StallWatchdog
+from ddpkit.utilities.seed import reset_seed
 
 __all__ = ["DDPPlugin"]
 
@@ -182,6 +183,9 @@ class DDPPlugin(DistributedCollectives):
             yield
 
     def setup_environment(self) -> None:
+        # Lightning's DDP strategies, as each stage's ranks set up: every rank starts the stage
+        # from seed_everything's seed, whatever the script drew before (a model's init, say).
+        reset_seed()
         super().setup_environment()
         if dist.is_initialized():
             # The user (or their harness) made the group; use it and leave it to them.
