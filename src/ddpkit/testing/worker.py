@@ -343,8 +343,7 @@ _forked = False
 
 
 def ends_without_finalizing() -> bool:
-    """Whether this process is a test process forked from a zygote or the session, which ends
-    through :func:`exit_now`: no interpreter finalization, so no thread of it can run into one."""
+    """A test process forked from a zygote or the session: it ends through :func:`exit_now`."""
     return _forked
 
 
