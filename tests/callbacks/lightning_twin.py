@@ -228,10 +228,11 @@ def twin_module(base: type, logs: list[tuple[str, str, dict[str, Any]]], **spec:
     return Twin()
 
 
-def data(n: int = 16, batch: int = 4) -> DataLoader[Any]:
+def data(n: int = 16, batch: int = 4, shuffle: bool = False) -> DataLoader[Any]:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(n, 2, generator=g)
-    return DataLoader(TensorDataset(x, x @ torch.tensor([[2.0], [-1.0]])), batch_size=batch)
+    dataset = TensorDataset(x, x @ torch.tensor([[2.0], [-1.0]]))
+    return DataLoader(dataset, batch_size=batch, shuffle=shuffle)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightning_twin import pl, run
+from lightning_twin import data, pl, run
 
 #: Lightning's own lines at every Trainer, which ddpkit does not print (docs/flags.md)
 _NOT_COMPARED_INFO = ("GPU available", "TPU available", "💡 Tip")
@@ -98,6 +98,41 @@ CASES: dict[str, tuple[dict[str, Any], list[str], dict[str, Any]]] = {
         {"callbacks": checkpoint(every_n_train_steps=3, save_top_k=-1)},
     ),
     "two optimizers": ({"max_epochs": 1}, ["fit"], {"module": {"optimizers": 2}}),
+    # Epoch means weigh each batch by its size (Lightning infers it): the last batch is smaller.
+    "a smaller last batch": (
+        {"max_epochs": 2},
+        ["fit", "validate", "test"],
+        {"loaders": lambda: data(n=18, batch=4)},
+    ),
+    # An evaluation's step values go to the loggers, never to callback_metrics.
+    "step values in validation": (
+        {"max_epochs": 2},
+        ["fit", "validate"],
+        {
+            "logs": [
+                ("training_step", "loss", {}),
+                ("validation_step", "val_step_only", {"on_step": True, "on_epoch": False}),
+                ("validation_step", "val_both", {"on_step": True, "on_epoch": True}),
+            ]
+        },
+    ),
+    # The sanity check's loader draws its seed from torch's generator; Lightning sets the
+    # generators back after it, so a shuffled training loader sees the same order.
+    "the sanity check draws nothing from training": (
+        {"max_epochs": 2, "num_sanity_val_steps": 2},
+        ["fit"],
+        {"loaders": lambda: data(shuffle=True)},
+    ),
+    "a step value in an epoch-end hook is refused": (
+        {"max_epochs": 1},
+        ["fit"],
+        {"logs": [("on_train_epoch_end", "x", {"on_step": True})]},
+    ),
+    "a value logged neither on step nor on epoch is refused": (
+        {"max_epochs": 1},
+        ["fit"],
+        {"logs": [("training_step", "x", {"on_step": False, "on_epoch": False})]},
+    ),
     "lr: a step scheduler, momentum": (
         {"max_epochs": 2, "log_every_n_steps": 1},
         ["fit"],

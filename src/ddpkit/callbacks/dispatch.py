@@ -60,10 +60,14 @@ def _is_monitoring(callback: Any) -> bool:
 
 class Dispatcher:
     """Calls ``callback.hook(trainer, module, *args)`` for every callback, then
-    ``module.hook(*args)``."""
+    ``module.hook(*args)``. ``metrics``: the loop's metric store, told which hook runs (its
+    ``fx``), as Lightning's ``_current_fx_name`` is: where ``self.log`` may be called."""
 
-    def __init__(self, trainer: Any, module: Any, callbacks: Sequence[Any]) -> None:
+    def __init__(
+        self, trainer: Any, module: Any, callbacks: Sequence[Any], metrics: Any = None
+    ) -> None:
         self.trainer, self.module, self.callbacks = trainer, module, list(callbacks)
+        self.metrics = metrics
         self._cache: dict[tuple[str, bool | None], tuple[Callable[..., Any], ...]] = {}
 
     def callback_hooks(
@@ -95,16 +99,33 @@ class Dispatcher:
         return combined
 
     def call(self, name: str, *args: Any) -> None:
-        for hook in self.hooks(name):
-            hook(*args)
+        hooks = self.hooks(name)
+        if hooks:
+            self._run(name, hooks, args)
 
     def call_callbacks(self, name: str, *args: Any, monitoring: bool | None = None) -> None:
-        for hook in self.callback_hooks(name, monitoring):
-            hook(*args)
+        hooks = self.callback_hooks(name, monitoring)
+        if hooks:
+            self._run(name, hooks, args)
 
     def call_module(self, name: str, *args: Any) -> Any:
         hook = module_hook(self.module, name)
-        return hook(*args) if hook is not None else None
+        return self._run(name, (hook,), args) if hook is not None else None
+
+    def _run(self, name: str, hooks: tuple[Callable[..., Any], ...], args: tuple[Any, ...]) -> Any:
+        """Each hook in turn, the store told it is ``name`` meanwhile; the last one's result."""
+        store = self.metrics
+        previous = None if store is None else store.fx
+        if store is not None:
+            store.fx = name
+        try:
+            result = None
+            for hook in hooks:
+                result = hook(*args)
+            return result
+        finally:
+            if store is not None:
+                store.fx = previous
 
     def train_epoch_end(self) -> None:
         """Lightning's exception: the metric-watching callbacks run after the module."""

@@ -62,7 +62,9 @@ class MetricLogging:
         rank_zero_only: bool = False,
     ) -> None:
         """Record a metric (Lightning's signature: a misspelt keyword is a ``TypeError``). In
-        ``training_step`` it defaults to every step; in evaluation to the epoch mean.
+        ``training_step`` it defaults to every step; in evaluation to the epoch mean, which
+        weighs each value by ``batch_size`` (else the batch's size, inferred as Lightning does).
+        Refused where Lightning refuses it (``ddpkit.trainer.log_hooks``).
         ``sync_dist=True`` reduces it across ranks (``reduce_fx``: "mean", "sum", "max", "min" or
         ``torch.mean`` / ``torch.sum`` / ``torch.max`` / ``torch.min``) so every rank sees the same
         value. ``enable_graph``, ``add_dataloader_idx``, ``metric_attribute`` and

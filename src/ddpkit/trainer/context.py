@@ -49,7 +49,7 @@ class StageContext:
         self.plugin, self.precision, self.model = plugin, precision, model
         self.device = plugin.root_device
         self.seed = configured_seed()
-        self.dispatch = Dispatcher(trainer, model, state.callbacks)
+        self.dispatch = Dispatcher(trainer, model, state.callbacks, state.metrics)
         # float32 leaves inputs and the forward pass alone: the loops then skip those calls
         # (a generator-based context manager costs ~3 µs a step).
         kind = type(precision)

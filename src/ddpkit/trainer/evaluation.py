@@ -94,7 +94,8 @@ def evaluate(
         dispatch.call(f"on_{name}_epoch_start")
         bar = ctx.state.progress
         bar.start(n, "sanity check" if sanity else stage)
-        outputs = _batches(ctx, name, loader, n, step, step_end, keep=epoch_end is not None)
+        keep = epoch_end is not None
+        outputs = _batches(ctx, name, loader, n, step, step_end, keep=keep, sanity=sanity)
         bar.close()
         values = _close_epoch(ctx, stage, name, sanity, lambda: epoch_end and epoch_end(outputs))
         metrics.stage, metrics.step_level = previous
@@ -118,18 +119,28 @@ def _count_batches(ctx: StageContext, stage: str, n: int | None) -> None:
 
 
 def _batches(
-    ctx: StageContext, name: str, loader: Any, n: int | None, step: Any, step_end: Any, keep: bool
+    ctx: StageContext,
+    name: str,
+    loader: Any,
+    n: int | None,
+    step: Any,
+    step_end: Any,
+    *,
+    keep: bool,
+    sanity: bool,
 ) -> list[Any]:
     """The epoch's batches with their hooks; the step outputs when ``keep`` (1.x epoch ends)."""
     dispatch, bar = ctx.dispatch, ctx.state.progress
     batch_start = dispatch.hooks(f"on_{name}_batch_start")
     batch_end = dispatch.hooks(f"on_{name}_batch_end")
-    bar_values = ctx.state.metrics.bar_values
+    metrics = ctx.state.metrics
+    bar_values = metrics.bar_values
     outputs: list[Any] = []
     for batch_idx, raw in enumerate(loader):
         if n is not None and batch_idx >= n:
             break
-        batch = ctx.batch(raw)
+        batch = metrics.batch = ctx.batch(raw)
+        metrics.fx = f"{name}_step"  # its batch hooks log as it does
         for hook in batch_start:
             hook(batch, batch_idx)
         if ctx.plain_forward:
@@ -143,15 +154,20 @@ def _batches(
             outputs.append(out)
         for hook in batch_end:
             hook(out, batch, batch_idx)
-        _eval_step_row(ctx, batch_idx)
+        metrics.batch = metrics.fx = None
+        if not sanity:
+            _eval_step_row(ctx)
         bar.update(bar_values)
     return outputs
 
 
-def _eval_step_row(ctx: StageContext, seen: int) -> None:
-    """The batch's ``on_step`` values to the loggers, at the batch's number within this
-    evaluation (Lightning's ``update_eval_step_metrics``)."""
-    pending = ctx.state.metrics.eval_step_row
+def _eval_step_row(ctx: StageContext) -> None:
+    """The batch's ``on_step`` values to the loggers, at the number of batches the loader gave
+    before it (Lightning's ``update_eval_step_metrics``: a fit's validations count on)."""
+    state = ctx.state
+    seen = state.eval_rows_seen
+    state.eval_rows_seen = seen + 1
+    pending = state.metrics.eval_step_row
     if not pending:
         return
     row = {name: float(value) for name, value in pending.items()}
@@ -198,6 +214,7 @@ def predict(
         dispatch.hooks("on_predict_batch_end"),
     )
     out: list[Any] = []
+    ctx.state.metrics.fx = "predict_step"  # where Lightning refuses self.log
     with no_grad(ctx):
         for batch_idx, raw in enumerate(loader):
             if n is not None and batch_idx >= n:
@@ -211,6 +228,7 @@ def predict(
                 hook(pred, batch, batch_idx)
             if keep:
                 out.append(to_cpu(pred))
+    ctx.state.metrics.fx = None
     dispatch.call("on_predict_epoch_end")
     dispatch.call("on_predict_end")
     _restore(mode)

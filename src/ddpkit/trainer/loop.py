@@ -270,7 +270,12 @@ def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
     """``configure_optimizers``, parsed; several optimizers need manual optimization (Lightning
     2.x refuses them under automatic optimization, which would step them all on one loss)."""
     model = ctx.model
-    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    metrics = ctx.state.metrics
+    metrics.fx = "configure_optimizers"
+    try:
+        optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    finally:
+        metrics.fx = None
     if len(optimizers) > 1:
         names = ", ".join(type(o).__name__ for o in optimizers)
         raise MisconfigurationError(

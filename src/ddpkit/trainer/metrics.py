@@ -14,7 +14,9 @@ from typing import Any
 
 import torch
 
+from ddpkit.core.batch import batch_size_of
 from ddpkit.errors import MisconfigurationError
+from ddpkit.trainer.log_hooks import options_of
 
 __all__ = ["MetricStore"]
 
@@ -118,6 +120,14 @@ class MetricStore:
         #: epoch-end hooks): a value logged there is published at once, so a callback that
         #: runs after the hook that logged it reads it (Lightning's callback_metrics do)
         self._closing: set[str] = set()
+        #: the batch being trained or evaluated (None between batches): an epoch mean weighs each
+        #: value by its size when ``self.log`` is given none (Lightning's), so that a smaller
+        #: last batch counts for what it holds
+        #: the hook running now, as the loop names it (Lightning's ``_current_fx_name``):
+        #: where ``self.log`` is refused, and its defaults (ddpkit.trainer.log_hooks)
+        self.fx: str | None = None
+        self._batch: Any = None
+        self._sized: tuple[Any, int] | None = None  # the batch and its size, inferred once
 
     @property
     def stage(self) -> str:
@@ -129,6 +139,15 @@ class MetricStore:
     def stage(self, stage: str) -> None:
         self._stage = stage
         self.step_level = stage == "train"
+
+    @property
+    def batch(self) -> Any:
+        return self._batch
+
+    @batch.setter
+    def batch(self, batch: Any) -> None:
+        self._batch = batch
+        self._sized = None  # and no reference kept to the batch before
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
@@ -181,23 +200,21 @@ class MetricStore:
                 f"self.log({name!r}, ..., reduce_fx={reduce_fx!r}): choose one of "
                 f"{', '.join(map(repr, _REDUCE_FX))}."
             )
-        step_level = self.step_level
-        on_step = step_level if on_step is None else on_step
-        on_epoch = (not step_level) if on_epoch is None else on_epoch
+        on_step, on_epoch = self._levels(name, on_step, on_epoch)
         tensor = _scalar(name, value)
         # Logged both ways, a metric is published as <name>_step and <name>_epoch, and as
         # <name> (the latest of the two) in callback_metrics, as Lightning does.
         both = on_step and on_epoch
         if on_step:
             step_value = self.reduce(tensor, reduce_fx) if sync_dist else tensor
-            # .item() and .cpu() wait for a CUDA stream: a device value is kept as it is
-            # and brought to the host when read (see the properties above).
+            # .item() / .cpu() wait for the device: a device value is read when read (above)
             step_name = f"{name}_step" if both else name
             if _on_device(step_value):
                 self._device_values = True
-            self._callback_metrics[step_name] = step_value
-            if both:
-                self._callback_metrics[name] = step_value
+            if self.stage == "train":  # callbacks read an evaluation's epoch values only
+                self._callback_metrics[step_name] = step_value
+                if both:
+                    self._callback_metrics[name] = step_value
             if logger and not self.sanity:
                 self._logged_metrics[step_name] = step_value
                 if self.stage != "train":
@@ -219,9 +236,36 @@ class MetricStore:
                 names = (f"{name}_epoch", name) if both else (name,)
                 acc = _EpochAccumulator(init, 0.0, reduce_fx, sync_dist, prog_bar, logger, names)
                 accumulators[name] = acc
-            acc.add(v, float(batch_size or 1))
+            if batch_size is None:
+                batch_size = self._batch_size() if reduce_fx == "mean" else 1
+            acc.add(v, float(batch_size))
             if self.stage in self._closing:
                 self._publish(acc)  # every rank logs here alike: a sync_dist reduce is safe
+
+    def _levels(self, name: str, on_step: bool | None, on_epoch: bool | None) -> tuple[bool, bool]:
+        """``on_step`` and ``on_epoch``: the running hook's defaults and Lightning's check of
+        them (``log_hooks``), else the stage's defaults; never both False."""
+        fx = self.fx
+        if fx is not None and (options := options_of(fx)) is not None:
+            on_step, on_epoch = options.resolve(fx, on_step, on_epoch)
+        else:
+            on_step = self.step_level if on_step is None else on_step
+            on_epoch = (not self.step_level) if on_epoch is None else on_epoch
+        if not on_step and not on_epoch:
+            raise MisconfigurationError(
+                f"self.log({name!r}, ..., on_step=False, on_epoch=False) is not useful "
+                f"(Lightning refuses it too): the value goes nowhere. Fix: on_step=True, "
+                f"on_epoch=True, or both."
+            )
+        return on_step, on_epoch
+
+    def _batch_size(self) -> int:
+        """The size of the batch being run, inferred once a batch; 1 between batches."""
+        if self._batch is None:
+            return 1
+        if self._sized is None:
+            self._sized = (self._batch, batch_size_of(self._batch))
+        return self._sized[1]
 
     def _publish(self, acc: _EpochAccumulator) -> float:
         """Reduce (sync_dist) and publish one epoch value; return it."""
@@ -274,3 +318,4 @@ class MetricStore:
         self.eval_step_row = {}
         self._device_values = False
         self.logged_step_value = False
+        self.batch = None

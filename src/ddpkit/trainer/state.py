@@ -81,10 +81,15 @@ class LoopState:
     epoch_rows: int = 0
     """Epoch rows given to the loggers in this fit."""
     progress: ProgressBar = field(default_factory=lambda: ProgressBar(False))
+    eval_rows_seen: int = 0
+    """The step an evaluation batch's logger row carries (Lightning's
+    ``_seen_batches_per_dataloader``): it goes on across a fit's validations, and starts again
+    with each stage and each time the loader is made again."""
 
     def begin(self, fn: str) -> None:
         self.status = TrainerState(fn=fn, stage=None, status="running")
         self.should_stop = False
+        self.eval_rows_seen = 0
         if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
             self.is_last_batch = False
             self.fitted = True

@@ -166,7 +166,8 @@ class FitLoop:
         ran_out = True
         for batch_idx, raw, last in _with_last(loader, n):
             state.is_last_batch = last
-            batch = ctx.batch(raw)
+            batch = metrics.batch = ctx.batch(raw)
+            metrics.fx = "training_step"  # its hooks and the optimization's log as it does
             for hook in batch_start:
                 hook(batch, batch_idx)
             if module_start is not None and module_start(batch, batch_idx) == -1:
@@ -189,6 +190,7 @@ class FitLoop:
                     self.epoch_outputs.append(outputs)
                 for hook in batch_end:
                     hook(outputs, batch, batch_idx)
+            metrics.batch = metrics.fx = None
             if boundary:
                 self._step_row(rows, every)
             if bar is not None:
@@ -211,6 +213,7 @@ class FitLoop:
             if stopping or 0 <= config.max_steps <= state.global_step:
                 ran_out = last
                 break
+        metrics.batch = metrics.fx = None  # after a batch that stopped the epoch early
         state.progress.close()
         return ran_out
 
@@ -233,6 +236,7 @@ class FitLoop:
     def _load_val(self) -> None:
         assert self.get_val is not None
         self.val_loader = self.get_val()
+        self.ctx.state.eval_rows_seen = 0  # a new loader: its rows count from 0 (Lightning's)
         if self.val_loader is not None:
             n_val = num_batches(self.val_loader, self.ctx.config.limit_val_batches)
             self.ctx.state.num_val_batches = [math.inf if n_val is None else n_val]
