@@ -81,9 +81,14 @@ class Two(pl.LightningModule):
         }
         if self.frequencies is None:
             return [opt_a, opt_b], [step, every_2]
+        each_batch = torch.optim.lr_scheduler.StepLR(opt_b, step_size=1, gamma=0.5)
         return (
-            {"optimizer": opt_a, "frequency": self.frequencies[0]},
-            {"optimizer": opt_b, "frequency": self.frequencies[1]},
+            {"optimizer": opt_a, "frequency": self.frequencies[0], "lr_scheduler": step},
+            {
+                "optimizer": opt_b,
+                "frequency": self.frequencies[1],
+                "lr_scheduler": {"scheduler": each_batch, "interval": "step"},
+            },
         )
 
     def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any, optimizer_idx: int,
@@ -121,6 +126,23 @@ def test_frequencies_cycle_the_optimizers_as_1x_did(tmp_path: Path) -> None:
     trainer = fit(model, tmp_path, max_epochs=1)
     assert model.ran == [0, 1, 1, 0, 1, 1]
     assert trainer.global_step == 6
+
+
+def test_with_frequencies_a_scheduler_steps_only_where_its_optimizer_is_active(
+    tmp_path: Path,
+) -> None:
+    """1.x's update_lr_schedulers: only the active optimizers' schedulers step, active at the
+    batch index counted across epochs (its training counts within the epoch)."""
+    model = Two(frequencies=(1, 2))
+    trainer = fit(model, tmp_path, max_epochs=2, limit_train_batches=4)
+    assert model.ran == [0, 1, 1, 0] * 2
+    across = range(8)  # the batches of both epochs, counted on
+    b_steps = sum(1 for i in across if i % 3 != 0)  # b is active at 1, 2 of every 3
+    a_epoch_steps = sum(1 for last in (3, 7) if last % 3 == 0)  # a active at an epoch's end
+    opt_a, opt_b = trainer.optimizers
+    assert (b_steps, a_epoch_steps) == (5, 1)
+    assert opt_b.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**b_steps)
+    assert opt_a.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**a_epoch_steps)
 
 
 def test_gradient_clipping_goes_through_the_1x_hook(tmp_path: Path) -> None:

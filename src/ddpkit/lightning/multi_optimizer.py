@@ -16,7 +16,9 @@ DDP stay Lightning's):
   ``optimizer.step(closure)``, then ``untoggle_optimizer``;
 - learning-rate schedulers step where Lightning 2.x steps them in automatic optimization
   (``interval``, ``frequency``, ``monitor`` of the scheduler dicts, ``ReduceLROnPlateau`` after
-  validation): Lightning's own scheduler update runs for this module;
+  validation): Lightning's own scheduler update runs for this module — with optimizer
+  ``"frequency"`` only for the schedulers of the optimizers active at that batch, counted across
+  epochs (1.x's ``update_lr_schedulers``);
 - ``training_epoch_end(outputs)`` gets ``outputs[optimizer_idx][batch]`` as 1.5–1.9 passed it
   (each a dict with the detached ``"loss"``); ``on_train_batch_end`` gets
   ``{optimizer_idx: output}`` of the optimizers that ran (1.x passed a list: Lightning 2.x's
@@ -260,12 +262,21 @@ class _LearningRates:
         module, strategy = self.state.module, self.state.module.trainer.strategy
         manual = strategy.lr_scheduler_configs
         module.automatic_optimization = True
-        strategy.lr_scheduler_configs = self.state.scheduler_configs
+        strategy.lr_scheduler_configs = self._of_active_optimizers(strategy.optimizers)
         try:
             type(self.loop)._update_learning_rates(self.loop, interval, update_plateau_schedulers)
         finally:
             module.automatic_optimization = False
             strategy.lr_scheduler_configs = manual
+
+    def _of_active_optimizers(self, optimizers: list[Any]) -> list[Any]:
+        """1.x's rule with ``frequency``: a scheduler steps only where its optimizer is active,
+        at the batch index counted across epochs (1.x's ``update_lr_schedulers``)."""
+        configs = self.state.scheduler_configs
+        if not self.state.frequencies:
+            return configs
+        active = {id(o) for _, o in self.state.active(optimizers, self.loop.total_batch_idx)}
+        return [c for c in configs if id(c.scheduler.optimizer) in active]
 
 
 def _refuse(trainer: pl.Trainer, model: Any) -> None:
