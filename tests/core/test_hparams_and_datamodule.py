@@ -14,7 +14,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
-from ddpkit import DataModule, MisconfigurationError, Trainer
+from ddpkit import DataModule, DDPKitWarning, MisconfigurationError, Trainer
 from ddpkit.core import AttributeDict
 
 try:  # imported at collection: Lightning's import sets an environment variable of torch's
@@ -173,8 +173,35 @@ def test_test_with_the_best_checkpoint_uses_its_weights(tmp_path: Path) -> None:
     [got] = trainer.test(dataloaders=data(), ckpt_path="best")
     assert got == expected
     assert trainer.ckpt_path == trainer.checkpoint_callback.best_model_path
-    with pytest.raises(MisconfigurationError, match=r"ckpt_path='last'.*no last checkpoint"):
-        trainer.test(dataloaders=data(), ckpt_path="last")
+    # No last checkpoint (save_last is off): Lightning warns and loads none ("set and forget"),
+    # so the fitted module's weights are tested.
+    with pytest.warns(DDPKitWarning, match=r'ckpt_path="last"\) is set, but there is no last'):
+        [current] = trainer.test(dataloaders=data(), ckpt_path="last")
+    assert trainer.ckpt_path is None
+    [as_it_is] = trainer.test(model, data())
+    assert current == as_it_is
+
+
+def test_a_fit_resumes_from_the_last_checkpoint_in_the_folder_or_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    """fit(ckpt_path="last") in a script's every run, as Lightning users write it: the first run
+    finds none and starts from scratch (a warning), the next resumes from the folder's newest
+    last*.ckpt, written by another Trainer."""
+
+    def run(max_epochs: int) -> Any:
+        checkpoint = ddpkit.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
+        trainer = quiet(tmp_path, max_epochs=max_epochs, callbacks=[checkpoint])
+        trainer.fit(Net(), data(), data(), ckpt_path="last")
+        return trainer
+
+    with pytest.warns(DDPKitWarning, match="No checkpoint will be loaded"):
+        first = run(1)
+    assert first.global_step == first.num_training_batches
+    with pytest.warns(DDPKitWarning, match="exists and is not empty"):  # as Lightning warns
+        second = run(2)
+    assert second.ckpt_path == str(tmp_path / "ckpt" / "last.ckpt")
+    assert second.global_step == 2 * first.num_training_batches  # one epoch more, not two
 
 
 def test_without_a_model_the_fitted_one_runs_with_its_best_weights(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ which a resumed ``fit`` continues), the precision plugin's state, the ddpkit ver
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -180,16 +181,16 @@ def resolve_ckpt_path(
             DDPKitWarning,
         )
         ckpt_path = "best"
-    if ckpt_path in ("best", "last"):
+    if ckpt_path == "last":
+        return _last_checkpoint(fn, _checkpoint_callback(state))
+    if ckpt_path == "best":
         callback = _checkpoint_callback(state)
-        attribute = "best_model_path" if ckpt_path == "best" else "last_model_path"
-        found = getattr(callback, attribute, "") if callback is not None else ""
+        found = getattr(callback, "best_model_path", "") if callback is not None else ""
         if not found:
-            needs = "save_last=True" if ckpt_path == "last" else "monitor='val_loss'"
             raise MisconfigurationError(
-                f"Trainer.{fn}(ckpt_path={ckpt_path!r}): there is no {ckpt_path} checkpoint "
-                f"(no ModelCheckpoint has saved one yet). Fix: fit first with "
-                f"Trainer(callbacks=[ModelCheckpoint({needs})]), or pass a path."
+                f"Trainer.{fn}(ckpt_path='best'): there is no best checkpoint (no "
+                f"ModelCheckpoint has saved one yet). Fix: fit first with "
+                f"Trainer(callbacks=[ModelCheckpoint(monitor='val_loss')]), or pass a path."
             )
         return str(found)
     path = os.fspath(ckpt_path)
@@ -199,6 +200,30 @@ def resolve_ckpt_path(
             f"path, 'best' or 'last'."
         )
     return path
+
+
+def _last_checkpoint(fn: str, callback: Any) -> str | None:
+    """``ckpt_path="last"`` as Lightning finds it: the newest of the ModelCheckpoint's last file
+    of this run and the ``last*.ckpt`` files in its folder; with none, a warning and no
+    checkpoint (Lightning's "set and forget": the first run of a script starts from scratch)."""
+    candidates: set[Path] = set()
+    if callback is not None:
+        if callback.last_model_path:
+            candidates.add(Path(callback.last_model_path))
+        folder = getattr(callback, "dirpath", None)
+        name = re.escape(getattr(callback, "CHECKPOINT_NAME_LAST", None) or "last")
+        if folder and Path(folder).is_dir():
+            pattern = re.compile(rf"^{name}(-(\d+))?$")
+            candidates |= {p for p in Path(folder).glob("*.ckpt") if pattern.match(p.stem)}
+    present = [p for p in candidates if p.is_file()]
+    if not present:
+        rank_zero_warn(
+            f'Trainer.{fn}(ckpt_path="last") is set, but there is no last checkpoint available. '
+            f"No checkpoint will be loaded. HINT: Set `ModelCheckpoint(..., save_last=True)`.",
+            DDPKitWarning,
+        )
+        return None
+    return str(max(present, key=lambda p: p.stat().st_mtime))
 
 
 def _checkpoint_callback(state: LoopState) -> Any:

@@ -175,11 +175,11 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     _setup(ctx, fn)
     resume = Resume.decide(ctx.plugin, state.callbacks, request.ckpt_path, fn)
     checkpoint = None
+    state.ckpt_path = resume.path  # None when this stage loads none (Lightning's)
     if resume.path is not None:
         _info(ctx, f"Restoring states from the checkpoint path at {resume.path}")
         checkpoint = load_checkpoint(resume.path, weights_only=request.weights_only)
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
-        state.ckpt_path = resume.path
         if fn != "fit":
             _info(ctx, f"Loaded model weights from the checkpoint at {resume.path}")
     resume.announce(ctx.plugin, checkpoint)
