@@ -221,6 +221,22 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     # 1.x: a training type may ask for the optimizers after the model is wrapped
     # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
     late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
+    early: list[Any] = []  # a loader made for estimated_stepping_batches, which the loop takes
+
+    def train_loader() -> Any:
+        if early:
+            return early.pop()
+        found = find_loader("train", request.loaders[0], state.datamodule, model)
+        _require(found, "fit")
+        return ctx.prepare(found, train=True, kind="train")
+
+    def training_batches() -> int | float:
+        if not early:
+            early.append(train_loader())
+        n = num_batches(early[0], config.limit_train_batches)
+        return math.inf if n is None else n
+
+    state.training_batches = training_batches
     optimizers, schedulers = ([], []) if late else _optimizers(ctx)
     state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
     step_module = StepModule(model)
@@ -232,11 +248,6 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     start_epoch = 0
     if checkpoint is not None:
         start_epoch = resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
-
-    def train_loader() -> Any:
-        found = find_loader("train", request.loaders[0], state.datamodule, model)
-        _require(found, "fit")
-        return ctx.prepare(found, train=True, kind="train")
 
     def val_loader() -> Any:
         found = find_loader("validate", request.loaders[1], state.datamodule, model)
@@ -250,6 +261,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
             val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)
     state.status.stage = "train"
+    state.training_batches = None  # from here the loop counts them (num_training_batches)
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
         get_val = (lambda: val) if val is not None else val_loader
         loop.run(

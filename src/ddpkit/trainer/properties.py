@@ -10,6 +10,7 @@ import torch
 
 from ddpkit.accelerators.base import Accelerator
 from ddpkit.connector import AcceleratorConnector
+from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
@@ -216,6 +217,27 @@ class ConfigProperties:
     def limit_predict_batches(self) -> int | float:
         found = self._config.limit_predict_batches
         return 1.0 if found is None else found
+
+    @property
+    def estimated_stepping_batches(self) -> int | float:
+        """The optimizer steps ``fit`` will take (Lightning's estimate: batches per epoch over
+        ``accumulate_grad_batches``, times ``max_epochs``, at most ``max_steps``), e.g. for a
+        ``OneCycleLR`` in ``configure_optimizers``; it makes the training loader if the fit has
+        not yet."""
+        config = self._config
+        if config.max_epochs == -1:
+            return math.inf if config.max_steps == -1 else config.max_steps
+        estimate = self._state.training_batches
+        if estimate is None and not self._state.fitted:
+            raise MisconfigurationError(
+                "trainer.estimated_stepping_batches before any fit: ddpkit counts the training "
+                "batches of a fit. Fix: read it in configure_optimizers (or another hook of fit)."
+            )
+        total = estimate() if estimate is not None else self._state.num_training_batches
+        if total == math.inf:
+            return config.max_steps
+        steps = math.ceil(total / config.accumulation(0)) * max(config.max_epochs, 1)
+        return min(steps, config.max_steps) if config.max_steps != -1 else steps
 
     @property
     def accumulate_grad_batches(self) -> int:

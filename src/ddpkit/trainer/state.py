@@ -81,6 +81,10 @@ class LoopState:
     epoch_rows: int = 0
     """Epoch rows given to the loggers in this fit."""
     progress: ProgressBar = field(default_factory=lambda: ProgressBar(False))
+    training_batches: Any = None
+    """During ``fit``, before its loop made the training loader: a callable that makes it (the
+    loop then takes that one) and returns its number of batches (``estimated_stepping_batches``
+    in ``configure_optimizers``)."""
     eval_rows_seen: int = 0
     """The step an evaluation batch's logger row carries (Lightning's
     ``_seen_batches_per_dataloader``): it goes on across a fit's validations, and starts again
