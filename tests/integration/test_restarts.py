@@ -40,6 +40,13 @@ def lightning_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
         pytest.param("subprocess", (), r"/run/checkpoints/epoch=0-step=4\.ckpt", id="subprocess"),
         # no ModelCheckpoint: ddpkit's own, in the launcher's run folder (gone afterwards)
         pytest.param("spawn", ("--no-checkpoint",), r"/ddpkit-\w+/restart\.ckpt", id="spawn-own"),
+        # a checkpoint within epoch 1 (after its 2nd batch): the restart goes on at batch 2
+        pytest.param(
+            "subprocess",
+            ("--every-n-train-steps", "2"),
+            r"/run/checkpoints/epoch=1-step=6\.ckpt",
+            id="subprocess-mid-epoch",
+        ),
     ],
 )
 def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
@@ -54,9 +61,10 @@ def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
     (line,) = restart_lines(run)
     killed = re.search(r"ddpkit-fault: fault kill rank 1 at", run.stderr)
     assert killed is not None
+    step = 6 if "step=6" in resumes_from else 4
     assert re.fullmatch(
         rf"ddpkit: restart 1 of 1 after rank 1 \(pid \d+\): killed by signal SIGKILL .*: fit "
-        rf"resumes from .*{resumes_from} \(epoch 1, global step 4\)",
+        rf"resumes from .*{resumes_from} \(epoch 1, global step {step}\)",
         line,
     ), line
     assert_equal_weights(out, reference)

@@ -78,7 +78,12 @@ def dump_checkpoint(
         "global_step": state.global_step,
         "ddpkit_version": __version__,
         "state_dict": model.state_dict(),
-        "loops": {"epochs_completed": epochs_completed, "global_step": state.global_step},
+        "loops": {
+            "epochs_completed": epochs_completed,
+            "global_step": state.global_step,
+            # within an epoch (not completed yet): the batches it trained, which a resume skips
+            "epoch_batches": state.epoch_batches if epochs_completed == state.current_epoch else 0,
+        },
     }
     if not weights_only:
         checkpoint["optimizer_states"] = [o.state_dict() for o in state.optimizers]
@@ -160,6 +165,7 @@ def restore_training(
     # Checkpoints of ddpkit ≤ 0.1 stored the epochs completed under "epoch".
     start = int(loops.get("epochs_completed", checkpoint.get("epoch", 0)))
     state.current_epoch = start
+    state.epoch_batches = int(loops.get("epoch_batches", 0))
     return start
 
 

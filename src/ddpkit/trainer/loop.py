@@ -239,6 +239,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     state.training_batches = training_batches
     optimizers, schedulers = ([], []) if late else _optimizers(ctx)
     state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
+    state.epoch_batches = 0
     step_module = StepModule(model)
     wrapped = ctx.plugin.wrap_model(step_module)
     ctx.dispatch.call("on_fit_start")
@@ -271,6 +272,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
             start_epoch,
             val_loaded=val is not None,
             before_epochs=before_epochs,
+            skip_batches=state.epoch_batches if checkpoint is not None else 0,
         )
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")

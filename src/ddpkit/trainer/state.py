@@ -74,6 +74,9 @@ class LoopState:
     """Validate every this many training batches (``fit`` sets it, Lightning's rule)."""
     epochs_completed: int = 0
     """Training epochs whose batches all ran (what a checkpoint resumes after)."""
+    epoch_batches: int = 0
+    """Batches of the running training epoch that have trained (a checkpoint written within
+    the epoch resumes after them)."""
     dispatcher: Any = None
     """The running stage's hook dispatcher (``trainer.save_checkpoint`` calls the hooks)."""
     step_rows: int = 0

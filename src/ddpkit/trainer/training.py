@@ -53,6 +53,10 @@ class FitLoop:
         self.val_loader: Any = None
         self.get_val: Callable[[], Any] | None = None
         self.total_batches = 0  # across epochs (check_val_every_n_epoch=None counts these)
+        #: a fit resumed mid-epoch: the batches its first epoch skips (trained before the
+        #: checkpoint), and what runs once they are skipped (a restart's RNG states)
+        self.resume_skip = 0
+        self.resume_then: Callable[[], None] | None = None
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -64,10 +68,13 @@ class FitLoop:
         start_epoch: int,
         val_loaded: bool = False,
         before_epochs: Callable[[], None] | None = None,
+        skip_batches: int = 0,
     ) -> None:
         """``val_loaded``: the sanity check made the val loader already (its count is known).
         ``before_epochs``: called just before the first epoch (a restart sets the RNG states of
-        the checkpoint there, where the uninterrupted run stood)."""
+        the checkpoint there, where the uninterrupted run stood). ``skip_batches``: the first
+        epoch's batches a mid-epoch checkpoint had trained on; they are read and skipped, and
+        ``before_epochs`` runs after them, before the first batch that trains."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
         if config.limit_train_batches == 0:
             return  # Lightning skips the loop, and its hooks, when there is nothing to train
@@ -85,7 +92,10 @@ class FitLoop:
             self._load_val()  # else on first use, as Lightning does
         state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
-        if before_epochs is not None:
+        self.resume_skip, self.resume_then = skip_batches, None
+        if skip_batches:
+            self.resume_then = before_epochs
+        elif before_epochs is not None:
             before_epochs()
         epoch = start_epoch
         while not _done(ctx, epoch):
@@ -160,11 +170,14 @@ class FitLoop:
         ]
         val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
         run_batch = self.optimization.run_batch
+        skip, self.resume_skip = self.resume_skip, 0
+        batches = _with_last(loader, n, skip, self.resume_then)
+        state.epoch_batches = skip
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
         if state.progress.enabled:
             state.progress.start(n, f"epoch {epoch}")
         ran_out = True
-        for batch_idx, raw, last in _with_last(loader, n):
+        for batch_idx, raw, last in batches:
             state.is_last_batch = last
             batch = metrics.batch = ctx.batch(raw)
             metrics.fx = "training_step"  # its hooks and the optimization's log as it does
@@ -175,6 +188,7 @@ class FitLoop:
                 break
             boundary = last or (batch_idx + 1) % accumulate == 0
             out, loss = run_batch(batch, batch_idx, epoch, boundary, accumulate)
+            state.epoch_batches = batch_idx + 1  # where a checkpoint written now resumes
             if boundary:
                 state.global_step += 1
                 for sched in step_schedulers:
@@ -342,9 +356,24 @@ def _limited(limit: int | float | None) -> str:
     return "" if limit is None else f" (limit_train_batches={limit!r})"
 
 
-def _with_last(loader: Any, n: int | None) -> Iterator[tuple[int, Any, bool]]:
-    """``(batch_idx, batch, is_last)`` for the epoch's batches. With a known count the last is
-    the n-th; without one, the loader is read one batch ahead to know it."""
+def _with_last(
+    loader: Any, n: int | None, skip: int = 0, then: Callable[[], None] | None = None
+) -> Iterator[tuple[int, Any, bool]]:
+    """``(batch_idx, batch, is_last)`` for the epoch's batches, the first ``skip`` of them read
+    and left out (``then`` runs after them). With a known count the last is the n-th; without
+    one, the loader is read one batch ahead to know it."""
+    if skip:
+        waiting = then
+        for batch_idx, batch, last in _with_last(loader, n):
+            if batch_idx < skip:
+                continue
+            if waiting is not None:
+                waiting()
+                waiting = None
+            yield batch_idx, batch, last
+        if waiting is not None:
+            waiting()
+        return
     if n is not None:
         for batch_idx, batch in enumerate(loader):
             if batch_idx >= n:

@@ -4,7 +4,7 @@ and bench/reliability.py.
     python restart_run.py --launcher subprocess|spawn|torchrun --root DIR --out WEIGHTS
                           [--fault none|kill] [--rank R] [--max-restarts N]
                           [--kill-attempts K] [--no-checkpoint] [--lightning]
-                          [--step-delay SECONDS]
+                          [--step-delay SECONDS] [--every-n-train-steps N]
 
 ``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
 attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
@@ -14,7 +14,8 @@ Lines on stderr: ``ddpkit-fault: fault kill rank 1 at <time>`` just before the k
 ``--launcher torchrun``: run under ``torchrun --nproc-per-node=2``, which starts the ranks.
 ``--lightning``: the same module as a LightningModule on ``ddpkit.lightning.Trainer``.
 ``--step-delay``: every rank sleeps that long at each step (the same weights, a longer run: time
-for a test's observer to act while the job trains).
+for a test's observer to act while the job trains). ``--every-n-train-steps``: the checkpoints are
+a ModelCheckpoint's, every N steps (within epochs), all kept.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
+import ddpkit.callbacks
 
 KILL_EPOCH, KILL_BATCH = 1, 2
 EPOCHS = 3
@@ -94,6 +96,12 @@ def data() -> DataLoader[Any]:
 
 def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     launcher = None if args.launcher == "torchrun" else args.launcher
+    every = args.every_n_train_steps
+    checkpoints = (
+        {"callbacks": [ddpkit.callbacks.ModelCheckpoint(every_n_train_steps=every, save_top_k=-1)]}
+        if every
+        else {}
+    )
     trainer = ddpkit.Trainer(
         accelerator="cpu",
         devices=2,
@@ -105,6 +113,7 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         logger=False,
         default_root_dir=args.root,
         **restarts(args),
+        **checkpoints,
     )
     model = Net()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
@@ -150,6 +159,7 @@ def main() -> None:
     parser.add_argument("--no-checkpoint", action="store_true")
     parser.add_argument("--lightning", action="store_true")
     parser.add_argument("--step-delay", type=float, default=0.0)
+    parser.add_argument("--every-n-train-steps", type=int, default=0)
     args = parser.parse_args()
     if args.fault == "none":
         args.kill_attempts = 0
