@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch.utils.data import (
@@ -27,7 +27,9 @@ from ddpkit.utilities.seed import ENV_SEED_WORKERS, worker_init_function
 
 __all__ = [
     "ShardSampler",
+    "TrainLoader",
     "distribute",
+    "epoch_batches",
     "find_loader",
     "loader_hook",
     "move_to_device",
@@ -178,3 +180,63 @@ def find_loader(stage: str, given: Any, datamodule: Any, model: Any) -> Any:
 def loader_hook(stage: str) -> str:
     """The hook that gives ``stage``'s loader (for messages)."""
     return _LOADER_HOOKS[stage]
+
+
+def epoch_batches(
+    loader: Any, n: int | None, skip: int = 0, then: Callable[[], None] | None = None
+) -> Iterator[tuple[int, Any, bool]]:
+    """``(batch_idx, batch, is_last)`` for the epoch's batches, the first ``skip`` of them read
+    and left out (``then`` runs after them). With a known count the last is the n-th; without
+    one, the loader is read one batch ahead to know it."""
+    if skip:
+        waiting = then
+        for batch_idx, batch, last in epoch_batches(loader, n):
+            if batch_idx < skip:
+                continue
+            if waiting is not None:
+                waiting()
+                waiting = None
+            yield batch_idx, batch, last
+        if waiting is not None:
+            waiting()
+        return
+    if n is not None:
+        for batch_idx, batch in enumerate(loader):
+            if batch_idx >= n:
+                return
+            yield batch_idx, batch, batch_idx + 1 == n
+        return
+    iterator = iter(loader)
+    try:
+        ahead = next(iterator)
+    except StopIteration:
+        return
+    batch_idx = 0
+    while True:
+        try:
+            following = next(iterator)
+        except StopIteration:
+            yield batch_idx, ahead, True
+            return
+        yield batch_idx, ahead, False
+        ahead, batch_idx = following, batch_idx + 1
+
+
+class TrainLoader:
+    """The fit's training loader, made when first asked for: by the loop, or before it by
+    ``estimated_stepping_batches`` (in ``configure_optimizers``), and the loop then takes that
+    one. Asked again (``reload_dataloaders_every_n_epochs``), it makes a new one."""
+
+    def __init__(self, make: Callable[[], Any], limit: int | float | None) -> None:
+        self._make, self._limit = make, limit
+        self._early: list[Any] = []
+
+    def __call__(self) -> Any:
+        return self._early.pop() if self._early else self._make()
+
+    def batches(self) -> int | float:
+        """Its number of batches on this rank (``inf`` without a length)."""
+        if not self._early:
+            self._early.append(self._make())
+        n = num_batches(self._early[0], self._limit)
+        return math.inf if n is None else n

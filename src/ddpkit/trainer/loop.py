@@ -28,7 +28,7 @@ from ddpkit.ranks.protocol import skip_stage
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import find_loader, loader_hook, num_batches
+from ddpkit.trainer.data import TrainLoader, find_loader, loader_hook, num_batches
 from ddpkit.trainer.evaluation import evaluate, predict
 from ddpkit.trainer.fit_resume import check_automatic_optimization, resume_fit
 from ddpkit.trainer.global_switches import benchmark, deterministic
@@ -221,22 +221,14 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     # 1.x: a training type may ask for the optimizers after the model is wrapped
     # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
     late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
-    early: list[Any] = []  # a loader made for estimated_stepping_batches, which the loop takes
 
-    def train_loader() -> Any:
-        if early:
-            return early.pop()
+    def make_train() -> Any:
         found = find_loader("train", request.loaders[0], state.datamodule, model)
         _require(found, "fit")
         return ctx.prepare(found, train=True, kind="train")
 
-    def training_batches() -> int | float:
-        if not early:
-            early.append(train_loader())
-        n = num_batches(early[0], config.limit_train_batches)
-        return math.inf if n is None else n
-
-    state.training_batches = training_batches
+    train_loader = TrainLoader(make_train, config.limit_train_batches)
+    state.training_batches = train_loader.batches
     optimizers, schedulers = ([], []) if late else _optimizers(ctx)
     state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
     state.epoch_batches = 0
@@ -284,12 +276,9 @@ def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
     """``configure_optimizers``, parsed; several optimizers need manual optimization (Lightning
     2.x refuses them under automatic optimization, which would step them all on one loss)."""
     model = ctx.model
-    metrics = ctx.state.metrics
-    metrics.fx = "configure_optimizers"
-    try:
-        optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
-    finally:
-        metrics.fx = None
+    ctx.state.metrics.fx = "configure_optimizers"  # (a new stage's store starts without it)
+    optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
+    ctx.state.metrics.fx = None
     if len(optimizers) > 1:
         names = ", ".join(type(o).__name__ for o in optimizers)
         raise MisconfigurationError(

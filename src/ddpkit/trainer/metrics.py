@@ -318,4 +318,4 @@ class MetricStore:
         self.eval_step_row = {}
         self._device_values = False
         self.logged_step_value = False
-        self.batch = None
+        self.batch = self.fx = None

@@ -10,7 +10,7 @@ schedulers. A hook nobody implements costs nothing: the lists are built once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -19,7 +19,7 @@ from torch import nn
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import num_batches, set_sampler_epoch
+from ddpkit.trainer.data import epoch_batches, num_batches, set_sampler_epoch
 from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
@@ -171,7 +171,7 @@ class FitLoop:
         val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
         run_batch = self.optimization.run_batch
         skip, self.resume_skip = self.resume_skip, 0
-        batches = _with_last(loader, n, skip, self.resume_then)
+        batches = epoch_batches(loader, n, skip, self.resume_then)
         state.epoch_batches = skip
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
         if state.progress.enabled:
@@ -206,7 +206,7 @@ class FitLoop:
                     hook(outputs, batch, batch_idx)
             metrics.batch = metrics.fx = None
             if boundary:
-                self._step_row(rows, every)
+                _step_row(ctx, rows, every)
             if bar is not None:
                 bar.update(metrics.bar_values)
             self.total_batches += 1
@@ -230,20 +230,6 @@ class FitLoop:
         metrics.batch = metrics.fx = None  # after a batch that stopped the epoch early
         state.progress.close()
         return ran_out
-
-    def _step_row(self, rows: bool, every: int) -> None:
-        """The step's logged values to the loggers, every ``log_every_n_steps`` steps; a value
-        becomes a float only on the steps that write a row (``.item()`` waits for the device)."""
-        state = self.ctx.state
-        metrics = state.metrics
-        pending = metrics.pending_step_row
-        if pending and rows and state.global_step % every == 0:
-            row = {**pending, "epoch": state.current_epoch}
-            for logger in state.loggers:
-                logger.log_metrics(row, step=state.batches_stepped)
-            state.step_rows += 1
-        pending.clear()
-        metrics.step_row_due = rows and (state.global_step + 1) % every == 0
 
     # -- validation and schedulers -------------------------------------------------------------
 
@@ -292,6 +278,21 @@ class FitLoop:
         for config in self.schedulers:
             if config.interval == "step" and config.reduce_on_plateau:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+
+
+def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
+    """The step's logged values to the loggers, every ``log_every_n_steps`` steps; a value
+    becomes a float only on the steps that write a row (``.item()`` waits for the device)."""
+    state = ctx.state
+    metrics = state.metrics
+    pending = metrics.pending_step_row
+    if pending and rows and state.global_step % every == 0:
+        row = {**pending, "epoch": state.current_epoch}
+        for logger in state.loggers:
+            logger.log_metrics(row, step=state.batches_stepped)
+        state.step_rows += 1
+    pending.clear()
+    metrics.step_row_due = rows and (state.global_step + 1) % every == 0
 
 
 def _can_stop(ctx: StageContext) -> bool:
@@ -354,46 +355,6 @@ def _val_check_batch(interval: int | float, n: int | None) -> int | float:
 
 def _limited(limit: int | float | None) -> str:
     return "" if limit is None else f" (limit_train_batches={limit!r})"
-
-
-def _with_last(
-    loader: Any, n: int | None, skip: int = 0, then: Callable[[], None] | None = None
-) -> Iterator[tuple[int, Any, bool]]:
-    """``(batch_idx, batch, is_last)`` for the epoch's batches, the first ``skip`` of them read
-    and left out (``then`` runs after them). With a known count the last is the n-th; without
-    one, the loader is read one batch ahead to know it."""
-    if skip:
-        waiting = then
-        for batch_idx, batch, last in _with_last(loader, n):
-            if batch_idx < skip:
-                continue
-            if waiting is not None:
-                waiting()
-                waiting = None
-            yield batch_idx, batch, last
-        if waiting is not None:
-            waiting()
-        return
-    if n is not None:
-        for batch_idx, batch in enumerate(loader):
-            if batch_idx >= n:
-                return
-            yield batch_idx, batch, batch_idx + 1 == n
-        return
-    iterator = iter(loader)
-    try:
-        ahead = next(iterator)
-    except StopIteration:
-        return
-    batch_idx = 0
-    while True:
-        try:
-            following = next(iterator)
-        except StopIteration:
-            yield batch_idx, ahead, True
-            return
-        yield batch_idx, ahead, False
-        ahead, batch_idx = following, batch_idx + 1
 
 
 def val_check_batches(interval: int | float, n: int | None) -> int | None:
