@@ -34,6 +34,7 @@ __all__ = [
     "loader_hook",
     "move_to_device",
     "num_batches",
+    "one_loader",
     "set_sampler_epoch",
 ]
 
@@ -166,15 +167,29 @@ def find_loader(stage: str, given: Any, datamodule: Any, model: Any) -> Any:
     """The loader of ``stage`` ("train", "validate", "test", "predict"): the one given, else the
     DataModule's hook, else the module's; None when there is none."""
     if given is not None:
-        return given
+        return one_loader(stage, given)
     name = _LOADER_HOOKS[stage]
     for source in (datamodule, model):
         if source is None:
             continue
         hook = module_hook(source, name)
         if hook is not None:
-            return hook()
+            return one_loader(stage, hook(), f"{type(source).__name__}.{name}()")
     return None
+
+
+def one_loader(stage: str, found: Any, where: str | None = None) -> Any:
+    """``found`` when it is one loader; several (a list, tuple or dict of loaders, which
+    Lightning runs with a ``dataloader_idx``) are refused, naming a fix."""
+    if not isinstance(found, list | tuple | dict):
+        return found
+    what = f"{where} returned" if where else f"the {stage} data given is"
+    raise MisconfigurationError(
+        f"{what} {len(found)} loaders in a {type(found).__name__}: ddpkit.Trainer "
+        f"runs one loader a stage (Lightning's several, with dataloader_idx, are not "
+        f"supported). Fix: one loader (torch.utils.data.ConcatDataset joins datasets), or run "
+        f"a pytorch_lightning.LightningModule on ddpkit.lightning.Trainer."
+    )
 
 
 def loader_hook(stage: str) -> str:

@@ -32,7 +32,7 @@ from ddpkit.trainer.data import TrainLoader, find_loader, loader_hook, num_batch
 from ddpkit.trainer.evaluation import evaluate, predict
 from ddpkit.trainer.fit_resume import check_automatic_optimization, resume_fit
 from ddpkit.trainer.global_switches import benchmark, deterministic
-from ddpkit.trainer.optim import parse_optimizers
+from ddpkit.trainer.optim import check_automatic, parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
 from ddpkit.trainer.restart import FitStart, Resume
@@ -273,21 +273,12 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
 
 
 def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
-    """``configure_optimizers``, parsed; several optimizers need manual optimization (Lightning
-    2.x refuses them under automatic optimization, which would step them all on one loss)."""
+    """``configure_optimizers``, parsed, and what automatic optimization cannot step refused."""
     model = ctx.model
     ctx.state.metrics.fx = "configure_optimizers"  # (a new stage's store starts without it)
     optimizers, schedulers = parse_optimizers(cast(Any, model).configure_optimizers())
     ctx.state.metrics.fx = None
-    if len(optimizers) > 1:
-        names = ", ".join(type(o).__name__ for o in optimizers)
-        raise MisconfigurationError(
-            f"{type(model).__name__}.configure_optimizers returned {len(optimizers)} optimizers "
-            f"({names}): automatic optimization steps one optimizer on the loss training_step "
-            f"returns (Lightning 2.x refuses several too). Fix: one optimizer (parameter groups "
-            f"give parts of the model their own lr), or train a pytorch_lightning.LightningModule "
-            f"with automatic_optimization = False on ddpkit.lightning.Trainer."
-        )
+    check_automatic(type(model).__name__, optimizers)
     ctx.state.optimizers, ctx.state.lr_scheduler_configs = optimizers, schedulers
     return optimizers, schedulers
 

@@ -72,6 +72,13 @@ def _on_device(tensor: torch.Tensor) -> bool:
 
 def _scalar(name: str, value: Any) -> torch.Tensor:
     """A logged value as a one-element tensor, detached, where it lives (no device sync)."""
+    if callable(getattr(value, "compute", None)) and callable(getattr(value, "update", None)):
+        raise MisconfigurationError(
+            f"self.log({name!r}, <{type(value).__name__}>): ddpkit.Trainer logs tensors and "
+            f"numbers, not a torchmetrics Metric (Lightning computes and resets it for you). "
+            f"Fix: log metric(preds, target) each step, or metric.compute() in the epoch-end "
+            f"hook and metric.reset() after it."
+        )
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise MisconfigurationError(

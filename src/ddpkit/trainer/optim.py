@@ -11,7 +11,7 @@ import torch
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities.reprs import safe_repr
 
-__all__ = ["SchedulerConfig", "parse_optimizers"]
+__all__ = ["SchedulerConfig", "check_automatic", "parse_optimizers"]
 
 
 @dataclass
@@ -100,3 +100,27 @@ def parse_optimizers(
         f"list of optimizers, ([optimizers], [schedulers]) or a dict with 'optimizer' and "
         f"'lr_scheduler'."
     )
+
+
+def check_automatic(module: str, optimizers: list[torch.optim.Optimizer]) -> None:
+    """What ddpkit's automatic optimization cannot step, refused when ``fit`` starts: an
+    optimizer that needs a closure (LBFGS), and several optimizers (Lightning 2.x refuses them
+    under automatic optimization too, which would step them all on one loss)."""
+    closure_only = [type(o).__name__ for o in optimizers if isinstance(o, torch.optim.LBFGS)]
+    if closure_only:
+        raise MisconfigurationError(
+            f"{module}.configure_optimizers returned {closure_only[0]}, whose step "
+            f"evaluates the loss again and again through a closure: ddpkit's loop runs "
+            f"training_step once, before the optimizer steps. Fix: another optimizer, or run "
+            f"a pytorch_lightning.LightningModule on ddpkit.lightning.Trainer (Lightning steps "
+            f"with the closure)."
+        )
+    if len(optimizers) > 1:
+        names = ", ".join(type(o).__name__ for o in optimizers)
+        raise MisconfigurationError(
+            f"{module}.configure_optimizers returned {len(optimizers)} optimizers "
+            f"({names}): automatic optimization steps one optimizer on the loss training_step "
+            f"returns (Lightning 2.x refuses several too). Fix: one optimizer (parameter groups "
+            f"give parts of the model their own lr), or train a pytorch_lightning.LightningModule "
+            f"with automatic_optimization = False on ddpkit.lightning.Trainer."
+        )

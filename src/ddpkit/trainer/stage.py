@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader
 
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
-from ddpkit.trainer.data import loader_hook
+from ddpkit.trainer.data import loader_hook, one_loader
 
 __all__ = ["check_model", "is_datamodule", "is_lightning_module", "split_datamodule"]
 
@@ -67,6 +67,9 @@ def split_datamodule(
     """A DataModule passed where loaders go is taken as the DataModule (Lightning's rule);
     loaders and a DataModule together are refused; a stage with no data at all is refused."""
     first, second = loaders
+    for given, stage in ((first, "train" if fn == "fit" else fn), (second, "validate")):
+        if given is not None and not is_datamodule(given):
+            one_loader(stage, given)  # before any rank starts
     if datamodule is None and is_datamodule(first):
         datamodule, first = first, None
     if datamodule is not None:
