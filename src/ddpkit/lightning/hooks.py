@@ -11,16 +11,18 @@ Lightning 2.x refuses, keep running: :mod:`ddpkit.lightning.epoch_end`.)
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytorch_lightning as pl
 
+from ddpkit.core.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
-__all__ = ["check_hooks"]
+__all__ = ["check_hooks", "one_optimizer_1x_hooks"]
 
 _EPOCH = "on_train_epoch_{0}, on_validation_epoch_{0} or on_test_epoch_{0}"
 #: Module hooks Lightning 2.x never calls.
@@ -104,3 +106,24 @@ def _warn_ignored(obj: Any, table: dict[str, tuple[str, str]]) -> None:
                 f"never calls it. Move it to {instead}.",
                 DDPKitDeprecationWarning,
             )
+
+
+@contextlib.contextmanager
+def one_optimizer_1x_hooks(trainer: pl.Trainer, model: Any) -> Iterator[None]:
+    """For one stage: a 1.x ``optimizer_step`` / ``optimizer_zero_grad`` /
+    ``configure_gradient_clipping`` of a one-optimizer module (the learning-rate warm-up of 1.x's
+    docs), which Lightning 2.x would call without ``optimizer_idx``, gets 1.x's arguments
+    (:mod:`ddpkit.core.optimizer_hooks`). Several optimizers: ``multi_optimizer_stage`` does it."""
+    installed = []
+    if isinstance(model, pl.LightningModule):
+        native_amp = getattr(trainer.precision_plugin, "scaler", None) is not None
+        for name in HOOKS:
+            hook = getattr(model, name)
+            if name not in vars(model) and takes_optimizer_idx(hook):
+                setattr(model, name, as_2x(name, hook, native_amp=native_amp))
+                installed.append(name)
+    try:
+        yield
+    finally:
+        for name in installed:
+            delattr(model, name)

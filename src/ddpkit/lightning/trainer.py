@@ -16,7 +16,7 @@ from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning import arguments
 from ddpkit.lightning.epoch_end import epoch_end_hooks
-from ddpkit.lightning.hooks import check_hooks
+from ddpkit.lightning.hooks import check_hooks, one_optimizer_1x_hooks
 from ddpkit.lightning.keywords import Rewrite
 from ddpkit.lightning.multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
 from ddpkit.lightning.restart import (
@@ -208,7 +208,7 @@ class Trainer(pl.Trainer):
         multi = stage == "fit" and is_1x_multi_optimizer(model)
         with (
             epoch_end_hooks(stage, model, callbacks),
-            multi_optimizer_stage(self, model) if multi else contextlib.nullcontext(),
+            multi_optimizer_stage(self, model) if multi else one_optimizer_1x_hooks(self, model),
         ):
             yield bound
 

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.core.optimizer_hooks import as_2x, takes_optimizer_idx
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
@@ -103,10 +104,10 @@ class Optimization:
         self.watch_backward = type(plugin).collective is not TrainingTypePlugin.collective
         precision = type(ctx.precision)
         self.unscale = precision.unscale_gradients is not PrecisionPlugin.unscale_gradients
-        self.custom_step = module_hook(model, "optimizer_step")
-        self.custom_zero_grad = module_hook(model, "optimizer_zero_grad")
+        self.custom_step = _2x(model, "optimizer_step", ctx.precision)
+        self.custom_zero_grad = _2x(model, "optimizer_zero_grad", ctx.precision)
         self.custom_backward = module_hook(model, "backward")
-        self.custom_clip = module_hook(model, "configure_gradient_clipping")
+        self.custom_clip = _2x(model, "configure_gradient_clipping", ctx.precision)
         self.step_end = warn_legacy_hook(
             model, "training_step_end", "do that work in training_step"
         )
@@ -209,6 +210,14 @@ class Optimization:
             else:
                 torch.nn.utils.clip_grad_norm_(params, config.gradient_clip_val)
         ctx.precision.optimizer_step(opt)
+
+
+def _2x(model: nn.Module, name: str, precision: PrecisionPlugin) -> Callable[..., Any] | None:
+    """The module's ``name`` hook, a 1.x signature (``optimizer_idx``) called as 2.x calls it."""
+    hook = module_hook(model, name)
+    if hook is None or not takes_optimizer_idx(hook):
+        return hook
+    return as_2x(name, hook, native_amp=getattr(precision, "scaler", None) is not None)
 
 
 def step_scheduler(
