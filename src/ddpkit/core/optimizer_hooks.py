@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["as_2x", "takes_optimizer_idx"]
+__all__ = ["HOOKS", "as_2x", "takes_optimizer_idx"]
 
 #: the hooks whose 1.x signature took ``optimizer_idx``
 HOOKS = ("optimizer_step", "optimizer_zero_grad", "configure_gradient_clipping")

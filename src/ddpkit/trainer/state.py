@@ -97,6 +97,7 @@ class LoopState:
         self.status = TrainerState(fn=fn, stage=None, status="running")
         self.should_stop = False
         self.eval_rows_seen = 0
+        self.training_batches = None  # a fit that failed early may have left its counter
         if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
             self.is_last_batch = False
             self.fitted = True

@@ -91,7 +91,9 @@ def reset_seed() -> None:
     """Seed again with what :func:`seed_everything` exported, quietly; nothing if it never ran
     (Lightning's ``reset_seed``, which its DDP strategies call as each stage's ranks set up: every
     rank then starts the stage from the seed, whatever the script drew before ``fit``)."""
-    exported = os.environ.get(ENV_SEED) or os.environ.get(ENV_LIGHTNING_SEED)
+    # Lightning's variable first: seed_everything sets both, Lightning's own only its own, so it
+    # holds the seed set last (and the reseed agrees with Lightning's own reset_seed).
+    exported = os.environ.get(ENV_LIGHTNING_SEED) or os.environ.get(ENV_SEED)
     if exported is None:
         return
     workers = os.environ.get(ENV_SEED_WORKERS, "0") == "1"
