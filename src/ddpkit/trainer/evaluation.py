@@ -135,12 +135,13 @@ def _batches(
     batch_end = dispatch.hooks(f"on_{name}_batch_end")
     metrics = ctx.state.metrics
     bar_values = metrics.bar_values
+    step_name = f"{name}_step"  # the hook its batch hooks log as
     outputs: list[Any] = []
     for batch_idx, raw in enumerate(loader):
         if n is not None and batch_idx >= n:
             break
         batch = metrics.batch = ctx.batch(raw)
-        metrics.fx = f"{name}_step"  # its batch hooks log as it does
+        metrics.fx = step_name
         for hook in batch_start:
             hook(batch, batch_idx)
         if ctx.plain_forward:

@@ -53,8 +53,7 @@ class FitLoop:
         self.val_loader: Any = None
         self.get_val: Callable[[], Any] | None = None
         self.total_batches = 0  # across epochs (check_val_every_n_epoch=None counts these)
-        #: a fit resumed mid-epoch: the batches its first epoch skips (trained before the
-        #: checkpoint), and what runs once they are skipped (a restart's RNG states)
+        #: resumed mid-epoch: the first epoch's batches to skip, and what runs after them
         self.resume_skip = 0
         self.resume_then: Callable[[], None] | None = None
 
@@ -170,8 +169,9 @@ class FitLoop:
         ]
         val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
         run_batch = self.optimization.run_batch
-        skip, self.resume_skip = self.resume_skip, 0
-        batches = epoch_batches(loader, n, skip, self.resume_then)
+        skip, then = self.resume_skip, self.resume_then
+        self.resume_skip, self.resume_then = 0, None  # the first epoch's alone
+        batches = epoch_batches(loader, n, skip, then)
         state.epoch_batches = skip
         metrics.step_row_due = rows and (state.global_step + 1) % every == 0
         if state.progress.enabled:
