@@ -23,6 +23,12 @@ INSTANCES: dict[str, BaseException] = {
     "DDPKitError": errors.DDPKitError("generic"),
     "DDPKitWarning": errors.DDPKitWarning("careful"),
     "LaunchError": LaunchError("MASTER_PORT=29500: taken"),
+    "LightningRemovedAttributeError": errors.LightningRemovedAttributeError(
+        "Trainer.use_ddp: removed. Fix: trainer.strategy"
+    ),
+    "LightningRemovedError": errors.LightningRemovedError(
+        "ddpkit.lightning.loggers.TestTubeLogger: removed. Fix: TensorBoardLogger"
+    ),
     "MisconfigurationError": MisconfigurationError("Trainer(devices=0): must be ≥ 1"),
     "UnusedParametersError": errors.UnusedParametersError("aux_head.weight took no part"),
 }

@@ -7,6 +7,10 @@
           ├── MisconfigurationError   (also a ValueError: the flags cannot work together)
           ├── LaunchError             (a rank could not be started, or a port could not be bound)
           ├── ChildFailedError        (a rank failed; root cause first, then every other rank)
+          ├── LightningRemovedError   (also an ImportError: a Lightning 1.x name or module that
+          │                            ddpkit.lightning refuses; names the Lightning 2.x fix)
+          ├── LightningRemovedAttributeError (also an AttributeError: the same for a member of
+          │                            a Trainer, LightningModule, DataModule or Callback)
           └── UnusedParametersError   (also a RuntimeError: DDP waits for a parameter's gradient
                                        that the loss never produced; names the parameters)
 
@@ -30,6 +34,8 @@ __all__ = [
     "DDPKitError",
     "DDPKitWarning",
     "LaunchError",
+    "LightningRemovedAttributeError",
+    "LightningRemovedError",
     "MisconfigurationError",
     "RankFailure",
     "UnusedParametersError",
@@ -142,6 +148,18 @@ class ChildFailedError(DDPKitError):
         if any(f.folded for f in self.failures):
             lines.append(fold_hint())
         return "\n".join(lines)
+
+
+class LightningRemovedError(DDPKitError, ImportError):
+    """A Lightning 1.x module or name that ``ddpkit.lightning`` does not provide (removed in
+    Lightning 2.x, or out of ddpkit's scope): the 1.x name, why, and the 2.x fix. An
+    ``ImportError``, so that ``from ddpkit.lightning.x import Name`` shows this message."""
+
+
+class LightningRemovedAttributeError(DDPKitError, AttributeError):
+    """A member of Lightning 1.x's ``Trainer``, ``LightningModule``, ``LightningDataModule`` or
+    ``Callback`` that ``ddpkit.lightning`` does not provide: why, and the 2.x fix. An
+    ``AttributeError``, so that ``hasattr`` and ``getattr(obj, name, default)`` still work."""
 
 
 class UnusedParametersError(DDPKitError, RuntimeError):

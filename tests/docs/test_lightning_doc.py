@@ -16,8 +16,8 @@ pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not in
 
 from ddpkit import DDPKitWarning
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin
-from ddpkit.lightning.keyword_table import KEYWORDS
-from ddpkit.lightning.translate import translate
+from ddpkit.lightning._keyword_table import KEYWORDS
+from ddpkit.lightning._translate import translate
 from ddpkit.testing import make_probe
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lightning.md"

@@ -20,8 +20,8 @@ from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy  # no
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.connector import AcceleratorConnector, Flags  # noqa: E402
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin, Trainer  # noqa: E402
-from ddpkit.lightning.environments import ToLightning  # noqa: E402
-from ddpkit.lightning.translate import translate  # noqa: E402
+from ddpkit.lightning._environments import ToLightning  # noqa: E402
+from ddpkit.lightning._translate import translate  # noqa: E402
 from ddpkit.plugins import LocalEnvironment  # noqa: E402
 from ddpkit.testing import make_probe  # noqa: E402
 

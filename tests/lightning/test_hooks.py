@@ -72,18 +72,36 @@ class OneX(Base):
 
 
 class WithOnEpochEnd(Base):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
     def on_epoch_end(self) -> None:
-        pass
+        self.calls.append("on_epoch_end")
+
+    def on_train_epoch_end(self) -> None:
+        self.calls.append("on_train_epoch_end")
 
 
 class OneXBatchStart(pl.Callback):
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(dataloader_idx)
+
+
+class NeitherSignature(pl.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx, extra):  # type: ignore[no-untyped-def]
         pass
 
 
 class OneXEpochEnd(pl.Callback):
+    def __init__(self) -> None:
+        self.calls = 0
+
     def on_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        pass
+        self.calls += 1
 
 
 def trainer(tmp_path: Path, **kwargs: Any) -> Trainer:
@@ -129,30 +147,47 @@ def test_1x_epoch_end_hooks_run_with_the_step_outputs_as_in_1x(tmp_path: Path) -
     assert model.seen["test"] == [[[0, 0, 0], [1, 1, 1]]]  # one list per loader, as in 1.x
 
 
-def test_a_1x_signature_is_refused_before_the_stage_starts(tmp_path: Path) -> None:
+def test_a_1x_signature_is_called_with_1x_arguments_and_warns(tmp_path: Path) -> None:
+    """1.0–1.4's on_train_batch_start(..., dataloader_idx): 1.x passed 0 (one training loader);
+    1.9.5 refuses it at fit, Lightning 2.x would raise a TypeError in every rank."""
+    callback = OneXBatchStart()
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        trainer(tmp_path, callbacks=[callback], max_steps=2).fit(Base())
+    assert callback.seen == [0, 0]
+    assert any(
+        str(w.message).startswith(
+            "OneXBatchStart.on_train_batch_start(trainer, pl_module, batch, batch_idx, "
+            "dataloader_idx): Lightning 1.x's signature; ddpkit calls it with 1.x's arguments."
+        )
+        for w in record
+    )
+
+
+def test_a_signature_of_neither_1x_nor_2x_is_refused_before_the_stage_starts(
+    tmp_path: Path,
+) -> None:
     model = Base()
     with pytest.raises(
         MisconfigurationError,
-        match=r"OneXBatchStart\.on_train_batch_start\(trainer, pl_module, batch, batch_idx, "
-        r"dataloader_idx\): Lightning 2\.x calls on_train_batch_start\(trainer, pl_module, batch, "
-        r"batch_idx\); dataloader_idx came from Lightning 1\.x",
+        match=r"NeitherSignature\.on_train_batch_start\(trainer, pl_module, batch, batch_idx, "
+        r"dataloader_idx, extra\): Lightning 2\.x calls on_train_batch_start\(trainer, "
+        r"pl_module, batch, batch_idx\); dataloader_idx, extra is not passed",
     ):
-        trainer(tmp_path, callbacks=[OneXBatchStart()]).fit(model)
+        trainer(tmp_path, callbacks=[NeitherSignature()]).fit(model)
     assert model.fits == 0
 
 
-def test_hooks_lightning_would_never_call_warn_and_the_stage_runs(tmp_path: Path) -> None:
-    model = WithOnEpochEnd()
+def test_hooks_lightning_2x_never_calls_run_where_1x_ran_them(tmp_path: Path) -> None:
+    """1.x (1.4's fit loop) called on_epoch_end after on_train_epoch_end, for every epoch; a
+    callback's first, then the module's. Each warns once with the 2.x spelling."""
+    model, callback = WithOnEpochEnd(), OneXEpochEnd()
     with pytest.warns(DDPKitDeprecationWarning) as record:
-        trainer(tmp_path, callbacks=[OneXEpochEnd()]).fit(model)
-    messages = sorted(str(w.message) for w in record if w.category is DDPKitDeprecationWarning)
-    assert messages == [
-        "OneXEpochEnd.on_epoch_end: removed in Lightning 1.8, and Lightning 2.x never calls it. "
-        "Move it to on_train_epoch_end, on_validation_epoch_end or on_test_epoch_end.",
-        "WithOnEpochEnd.on_epoch_end: removed in Lightning 1.8, and Lightning 2.x never calls it. "
-        "Move it to on_train_epoch_end, on_validation_epoch_end or on_test_epoch_end.",
-    ]
+        trainer(tmp_path, callbacks=[callback], max_steps=-1, max_epochs=3).fit(model)
+    assert callback.calls == 3
+    assert model.calls.count("on_epoch_end") == 3
     assert model.fits == 1
+    messages = {str(w.message).split(":")[0] for w in record}
+    assert {"OneXEpochEnd.on_epoch_end", "WithOnEpochEnd.on_epoch_end"} <= messages
 
 
 def test_importing_ddpkit_does_not_import_lightning() -> None:

@@ -27,8 +27,8 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import Trainer  # noqa: E402
-from ddpkit.lightning.callbacks import GradNormLogger  # noqa: E402
-from ddpkit.lightning.keyword_table import KEYWORDS  # noqa: E402
+from ddpkit.lightning._callbacks import GradNormLogger  # noqa: E402
+from ddpkit.lightning._keyword_table import KEYWORDS  # noqa: E402
 
 
 class Tiny(pl.LightningModule):
@@ -389,7 +389,7 @@ def test_distributed_backend_is_1x_accelerator() -> None:
 
 
 def test_every_1x_keyword_of_the_table_is_known_to_the_trainer() -> None:
-    from ddpkit.lightning.translate import LIGHTNING_KEYWORDS
+    from ddpkit.lightning._translate import LIGHTNING_KEYWORDS
 
     removed = {name for name, kw in KEYWORDS.items() if not kw.still_a_keyword}
     kept = {name for name, kw in KEYWORDS.items() if kw.still_a_keyword}

@@ -10,7 +10,7 @@ pytest.importorskip("pytorch_lightning")
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning import SupervisedDDPStrategy, Trainer
-from ddpkit.lightning.restart import RestartConnector, RestartState
+from ddpkit.lightning._restart import RestartConnector, RestartState
 
 
 def test_restarts_on_lightnings_own_launch_are_refused_naming_supervision() -> None:

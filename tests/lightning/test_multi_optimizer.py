@@ -172,7 +172,7 @@ def test_accumulation_is_refused_before_training(tmp_path: Path) -> None:
 
 
 def test_find_unused_parameters_false_is_named_when_it_is_overridden() -> None:
-    from ddpkit.lightning.multi_optimizer import multi_optimizer_stage
+    from ddpkit.lightning._multi_optimizer import multi_optimizer_stage
 
     with pytest.warns(DDPKitDeprecationWarning, match="1.x device flags"):
         trainer = Trainer(num_processes=2, plugins=["ddp_find_unused_parameters_false"],

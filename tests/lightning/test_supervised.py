@@ -16,8 +16,8 @@ from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy  # no
 import ddpkit.launchers  # noqa: E402
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import DDPPlugin, SupervisedDDPStrategy, Trainer  # noqa: E402
-from ddpkit.lightning.launchers import SpawnLauncher, SubprocessLauncher  # noqa: E402
-from ddpkit.lightning.translate import translate  # noqa: E402
+from ddpkit.lightning._launchers import SpawnLauncher, SubprocessLauncher  # noqa: E402
+from ddpkit.lightning._translate import translate  # noqa: E402
 from ddpkit.testing import make_probe  # noqa: E402
 
 

@@ -1,9 +1,9 @@
 """Lightning 1.x's signatures of the optimization hooks, called the way Lightning 2.x calls them.
 
 1.x passed ``optimizer_idx`` to ``optimizer_step``, ``optimizer_zero_grad`` and (1.5–1.9)
-``configure_gradient_clipping``, and ``on_tpu`` / ``using_native_amp`` / ``using_lbfgs`` to
-``optimizer_step``; 2.x dropped them. A 1.x override (the learning-rate warm-up of 1.x's docs
-overrides ``optimizer_step``) called with 2.x's arguments takes the closure for
+``configure_gradient_clipping``, and ``on_tpu`` / ``using_native_amp`` / ``using_lbfgs`` (by
+keyword) to ``optimizer_step``; 2.x dropped them. A 1.x override (the learning-rate warm-up of
+1.x's docs overrides ``optimizer_step``) called with 2.x's arguments takes the closure for
 ``optimizer_idx`` and never runs it. :func:`as_2x` wraps such a hook: it takes 2.x's arguments
 and passes 1.x's, with the one optimizer's index 0.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["HOOKS", "as_2x", "takes_optimizer_idx"]
+__all__ = ["HOOKS", "as_2x", "keywords_of", "takes_optimizer_idx"]
 
 #: the hooks whose 1.x signature took ``optimizer_idx``
 HOOKS = ("optimizer_step", "optimizer_zero_grad", "configure_gradient_clipping")
@@ -30,6 +30,19 @@ def takes_optimizer_idx(hook: Any) -> bool:
         return False
 
 
+def keywords_of(hook: Any, flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags ``hook`` takes, by keyword, as 1.x passed them: 1.0–1.8 passed all three, 1.9
+    ``on_tpu`` and ``using_lbfgs`` only, so an override of either release takes what it
+    names (or all, with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        return flags
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return flags
+    return {name: value for name, value in flags.items() if name in parameters}
+
+
 def _lbfgs(optimizer: Any) -> bool:
     return isinstance(getattr(optimizer, "optimizer", optimizer), torch.optim.LBFGS)
 
@@ -41,8 +54,11 @@ def as_2x(name: str, hook: Callable[..., Any], native_amp: bool = False) -> Call
         def optimizer_step(
             epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None
         ) -> Any:
-            return hook(epoch, batch_idx, optimizer, 0, optimizer_closure, False, native_amp,
-                        _lbfgs(optimizer))  # fmt: skip
+            flags = {"on_tpu": False, "using_native_amp": native_amp,
+                     "using_lbfgs": _lbfgs(optimizer)}  # fmt: skip
+            return hook(
+                epoch, batch_idx, optimizer, 0, optimizer_closure, **keywords_of(hook, flags)
+            )
 
         return optimizer_step
     if name == "optimizer_zero_grad":

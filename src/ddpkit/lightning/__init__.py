@@ -1,22 +1,23 @@
-"""Lightning code on ddpkit: Lightning 1.x's Trainer calls, run by Lightning 2.x.
+"""Lightning code on ddpkit: ``pytorch_lightning`` as a 1.x project knew it, run by Lightning 2.x.
 
-``ddpkit.lightning.Trainer`` is a ``pytorch_lightning.Trainer`` that also takes Lightning 1.x's
-device flags (resolved by ddpkit's connector) and 1.x's other keywords (each mapped onto its 2.x
-spelling or refused with the replacement named). Needs the ``lightning`` extra
-(``pip install ddpkit[lightning]``); ``import ddpkit`` never imports Lightning.
+One porting rule: every ``pytorch_lightning`` of a 1.x project's imports becomes
+``ddpkit.lightning`` (``sed -i 's/pytorch_lightning/ddpkit.lightning/g' *.py``), or none at all
+with ``python -m ddpkit.lightning SCRIPT ARGS``. ``ddpkit.lightning.<path>`` exists for every
+module path of Lightning 1.0–1.9 and of the installed 2.x: Lightning 2.x's module with the 1.x
+names on top (:mod:`ddpkit.lightning._mirror`). Each 1.x name and member has one status in the
+1.x surface table (docs/lightning-1x-surface.md): unchanged in 2.x, provided here with 1.x
+semantics, refused with the 2.x fix, or out of scope with the reason.
 
-This module is ``pytorch_lightning`` as a 1.x script knew it: besides ddpkit's names below, every
-name of ``pytorch_lightning`` (``LightningModule``, ``Callback``, ``seed_everything``,
-``callbacks``, ``loggers`` ...) is Lightning's own, so ``import ddpkit.lightning as pl`` can
-replace ``import pytorch_lightning as pl``. The names that differ from Lightning 2.x's are the 1.x
-ones: ``Trainer``, ``LightningDataModule`` (1.x's argparse class methods), ``LightningCLI``
-(1.x's, at ``pytorch_lightning.utilities.cli`` in 1.x), ``metrics`` (``pytorch_lightning.metrics``,
-now torchmetrics), ``DDPPlugin`` and ``DDPSpawnPlugin`` (``pytorch_lightning.plugins``).
+What ddpkit provides at this level: ``Trainer`` (Lightning 2.x's own, which also takes 1.x's
+device flags and keywords, resolved by ddpkit's connector), ``LightningModule`` and
+``LightningDataModule`` (2.x's, with 1.x's members), ``LightningCLI`` (1.x's),
+``DDPPlugin`` / ``DDPSpawnPlugin`` (1.x's device plugins), ``metrics`` (1.x's, on torchmetrics)
+and ``SupervisedDDPStrategy``. Every other name is Lightning's own. Needs the ``lightning``
+extra; ``import ddpkit`` never imports Lightning.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 try:
@@ -27,9 +28,11 @@ except ModuleNotFoundError as err:  # pragma: no cover - the extra is installed 
         "Fix: pip install 'ddpkit[lightning]' (pytorch-lightning>=2.5,<3)."
     ) from err
 
-from ddpkit.lightning.datamodule import LightningDataModule
-from ddpkit.lightning.supervised import SupervisedDDPStrategy
-from ddpkit.lightning.trainer import Trainer
+from ddpkit.lightning import _mirror
+from ddpkit.lightning._datamodule import LightningDataModule
+from ddpkit.lightning._module import LightningModule
+from ddpkit.lightning._supervised import SupervisedDDPStrategy
+from ddpkit.lightning._trainer import Trainer
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 
 __all__ = [
@@ -37,23 +40,26 @@ __all__ = [
     "DDPSpawnPlugin",
     "LightningCLI",
     "LightningDataModule",
+    "LightningModule",
     "SupervisedDDPStrategy",
     "Trainer",
+    "__version__",
     "metrics",
 ]
+
+#: The Lightning that runs the code (2.x): a 1.x script comparing versions sees the real one.
+__version__: str = pytorch_lightning.__version__  # type: ignore[attr-defined]
+
+_mirror.install()
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use: LightningCLI pulls in Lightning's CLI, metrics torchmetrics.
-    if name == "LightningCLI":
-        from ddpkit.lightning.cli import LightningCLI
-
-        return LightningCLI
-    if name == "metrics":
-        return importlib.import_module("ddpkit.lightning.metrics")
-    if not name.startswith("__") and hasattr(pytorch_lightning, name):
-        return getattr(pytorch_lightning, name)
-    raise AttributeError(f"module 'ddpkit.lightning' has no attribute {name!r}, nor has Lightning")
+    if name.startswith("__"):
+        raise AttributeError(name)
+    value = _mirror.resolve(_mirror.LIGHTNING, pytorch_lightning, name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

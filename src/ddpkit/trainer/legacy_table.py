@@ -1,7 +1,7 @@
 """The one table of Lightning 1.x Trainer keywords that Lightning 2.x no longer takes.
 
 Both Trainers read it: ``ddpkit.Trainer`` (:mod:`ddpkit.trainer.legacy`) and
-``ddpkit.lightning.Trainer`` (:mod:`ddpkit.lightning.keyword_table`, which also builds the
+``ddpkit.lightning.Trainer`` (:mod:`ddpkit.lightning._keyword_table`, which also builds the
 1.x keywords into its signature from :attr:`Row.annotation` and :attr:`Row.default`). A row holds
 the facts: which Lightning release removed the keyword, the values 1.x took, its last 1.x default,
 the values that ask for nothing Lightning 2.x does not do anyway, and Lightning 2.x's spelling of

@@ -21,8 +21,11 @@ with the same deprecation warnings as the constructor.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 from argparse import ArgumentParser, Namespace, _ArgumentGroup
+from ast import literal_eval
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -31,6 +34,7 @@ __all__ = [
     "from_argparse_args",
     "get_init_arguments_and_types",
     "parse_argparser",
+    "parse_env_variables",
 ]
 
 _ALLOWED = (str, int, float, bool)
@@ -194,3 +198,19 @@ def from_argparse_args(cls: Any, args: Namespace | ArgumentParser, **kwargs: Any
     given = {name: params[name] for name in valid if name in params}
     given.update(kwargs)
     return cls(**given)
+
+
+def parse_env_variables(cls: Any, template: str = "PL_%(cls_name)s_%(cls_argument)s") -> Namespace:
+    """1.x's: each argument of ``cls`` set in the environment as ``PL_<CLASS>_<ARGUMENT>``, read
+    as a Python literal where it is one (``PL_TRAINER_MAX_EPOCHS=3`` is 3), else as the string."""
+    found: dict[str, Any] = {}
+    for name, _, _ in get_init_arguments_and_types(cls):
+        value: Any = os.environ.get(
+            template % {"cls_name": cls.__name__.upper(), "cls_argument": name.upper()}
+        )
+        if value is None or value == "":
+            continue
+        with contextlib.suppress(ValueError, SyntaxError):  # not a literal: kept as the string
+            value = literal_eval(value)
+        found[name] = value
+    return Namespace(**found)

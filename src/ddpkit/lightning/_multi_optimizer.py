@@ -50,7 +50,9 @@ from pytorch_lightning.core.optimizer import (
 from pytorch_lightning.strategies import DDPStrategy
 from pytorch_lightning.trainer import call
 
+from ddpkit.core.optimizer_hooks import keywords_of
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.lightning._adapters import step_output
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["is_1x_multi_optimizer", "multi_optimizer_stage"]
@@ -172,7 +174,7 @@ class OneXOptimization:
         def closure() -> Any:
             args = (batch, batch_idx, index) if count > 1 or self._needs_index() else (
                 batch, batch_idx)  # fmt: skip
-            output = type(module).training_step(module, *args)
+            output = step_output(module, "training", type(module).training_step(module, *args))
             results.append(output)
             self._zero_grad(trainer, optimizer, index, batch_idx)
             loss = _loss(output)
@@ -183,12 +185,15 @@ class OneXOptimization:
             return loss
 
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer, closure)
+        keywords: dict[str, Any] = {}
         if _takes(type(module).optimizer_step, "optimizer_idx"):  # 1.x's signature
-            native_amp = getattr(trainer.precision_plugin, "scaler", None) is not None
-            lbfgs = type(optimizer.optimizer).__name__ == "LBFGS"
-            args = (trainer.current_epoch, batch_idx, optimizer, index, closure, False,
-                    native_amp, lbfgs)  # fmt: skip
-        call._call_lightning_module_hook(trainer, "optimizer_step", *args)
+            args = (trainer.current_epoch, batch_idx, optimizer, index, closure)
+            keywords = keywords_of(type(module).optimizer_step, {
+                "on_tpu": False,
+                "using_native_amp": getattr(trainer.precision_plugin, "scaler", None) is not None,
+                "using_lbfgs": type(optimizer.optimizer).__name__ == "LBFGS",
+            })  # fmt: skip
+        call._call_lightning_module_hook(trainer, "optimizer_step", *args, **keywords)
         return results[-1] if results else None
 
     def _needs_index(self) -> bool:

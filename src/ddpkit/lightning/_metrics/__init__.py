@@ -1,7 +1,7 @@
 """``pytorch_lightning.metrics`` of Lightning 1.x, which moved to torchmetrics in 1.5.
 
 ``Accuracy()`` is 1.x's — no ``task`` argument: each batch's task is read from the data as 1.x
-read it (:func:`~ddpkit.lightning.metrics.functional.task_of`) — counted on torchmetrics'
+read it (:func:`~ddpkit.lightning._metrics.functional.task_of`) — counted on torchmetrics'
 ``Metric`` (its states sync across ranks, ``self.log(..., metric)`` computes and resets it);
 every other name is torchmetrics' class of that name, and ``functional`` holds the functions. Each
 warns once, naming the torchmetrics spelling.
@@ -14,8 +14,8 @@ from typing import Any
 import torch
 import torchmetrics
 
-from ddpkit.lightning.metrics import functional
-from ddpkit.lightning.metrics.functional import task_of, warn_moved
+from ddpkit.lightning._metrics import functional
+from ddpkit.lightning._metrics.functional import task_of, warn_moved
 
 __all__ = ["Accuracy", "functional"]
 

@@ -5,7 +5,7 @@ Each keyword Lightning 2.x removed (and each 1.x *value* of a keyword it kept, s
 ``DDPKitDeprecationWarning`` naming that spelling, or refused with a ``MisconfigurationError``
 naming the replacement when Lightning 2.x has no way to do the same from the Trainer. A value that
 asks for what Lightning 2.x does anyway (``weights_summary="top"``) is mapped to nothing, and the
-warning says to drop it. The table is :data:`ddpkit.lightning.keyword_table.KEYWORDS`.
+warning says to drop it. The table is :data:`ddpkit.lightning._keyword_table.KEYWORDS`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy, Stra
 from ddpkit.accelerators import CPUAccelerator, GPUAccelerator
 from ddpkit.connector import Built, Plan
 from ddpkit.errors import MisconfigurationError
-from ddpkit.lightning.environments import lightning_spelling, to_lightning
+from ddpkit.lightning._environments import lightning_spelling, to_lightning
 from ddpkit.plugins.precision import DoublePrecisionPlugin, MixedPrecisionPlugin, PrecisionPlugin
 from ddpkit.plugins.training_type import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
 
@@ -147,7 +147,7 @@ def _strategy(plan: Plan, built: Built, supervise: bool) -> tuple[Strategy, str 
         options["timeout"] = timeout
     spelling = strategy_spelling(start_method, options)
     if supervise:
-        from ddpkit.lightning.supervised import SupervisedDDPStrategy
+        from ddpkit.lightning._supervised import SupervisedDDPStrategy
 
         return SupervisedDDPStrategy.from_built(built, start_method, options), spelling
     strategy = DDPStrategy(start_method=start_method, **options)  # type: ignore[arg-type]

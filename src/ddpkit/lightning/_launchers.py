@@ -33,7 +33,7 @@ from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 from torch import Tensor
 
 from ddpkit.launchers import Launcher
-from ddpkit.lightning.restart import InProcessRestart, strategy_restarts
+from ddpkit.lightning._restart import InProcessRestart, strategy_restarts
 from ddpkit.ranks.protocol import rank_stage, skip_stage
 
 __all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]

@@ -1,7 +1,7 @@
 """The signature of ``ddpkit.lightning.Trainer.__init__``: Lightning 2.x's keywords, then 1.x's.
 
 Tools that read a Trainer's signature — Lightning 2.x's ``LightningCLI`` (through jsonargparse),
-1.x's ``Trainer.add_argparse_args`` (:mod:`ddpkit.lightning.arguments`), ``inspect`` — see every
+1.x's ``Trainer.add_argparse_args`` (:mod:`ddpkit.lightning._arguments`), ``inspect`` — see every
 keyword the Trainer takes, with a type and a default:
 
 - each keyword of the installed Lightning, with its default; where Lightning 1.x took more

@@ -4,7 +4,7 @@ Lightning 2.x spelling — which ``ddpkit.Trainer`` reads too).
 
 A handler applies a value that asks for something onto Lightning 2.x's Trainer (a keyword, a
 callback, something a stage does); a row with ``gone`` set has no handler: Lightning 2.x cannot do
-what its values ask, and :class:`~ddpkit.lightning.keywords.Keyword` refuses them.
+what its values ask, and :class:`~ddpkit.lightning._keywords.Keyword` refuses them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pytorch_lightning.callbacks import (
 )
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.lightning.callbacks import GradNormLogger
-from ddpkit.lightning.keywords import NOTHING, Handler, Keyword, Rewrite
+from ddpkit.lightning._callbacks import GradNormLogger
+from ddpkit.lightning._keywords import NOTHING, Handler, Keyword, Rewrite
 from ddpkit.trainer.legacy_table import ROWS
 
 __all__ = ["KEYWORDS"]

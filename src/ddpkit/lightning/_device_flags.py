@@ -30,7 +30,7 @@ from ddpkit.connector import Flags
 from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.connector.translate import LEGACY_ACCELERATORS
 from ddpkit.errors import MisconfigurationError
-from ddpkit.lightning.environments import from_lightning, lightning_spelling
+from ddpkit.lightning._environments import from_lightning, lightning_spelling
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
 

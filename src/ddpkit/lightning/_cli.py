@@ -27,10 +27,21 @@ from pytorch_lightning import cli as lightning_cli
 from pytorch_lightning.cli import LightningArgumentParser, SaveConfigCallback
 
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
-from ddpkit.lightning.trainer import Trainer
+from ddpkit.lightning._trainer import Trainer
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
-__all__ = ["LightningArgumentParser", "LightningCLI", "SaveConfigCallback"]
+__all__ = [
+    "CALLBACK_REGISTRY",
+    "DATAMODULE_REGISTRY",
+    "LOGGER_REGISTRY",
+    "LR_SCHEDULER_REGISTRY",
+    "LightningArgumentParser",
+    "LightningCLI",
+    "MODEL_REGISTRY",
+    "OPTIMIZER_REGISTRY",
+    "Registry",
+    "SaveConfigCallback",
+]
 
 _SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: 1.x argument → (where 2.x takes it, the key there)
@@ -42,6 +53,49 @@ _MOVED = {
     "env_prefix": ("parser_kwargs", "env_prefix"),
     "env_parse": ("parser_kwargs", "default_env"),
 }
+
+
+class Registry(dict[str, type]):
+    """Lightning 1.5–1.8's class registries (``@MODEL_REGISTRY``, ``CALLBACK_REGISTRY(cls)``,
+    ``OPTIMIZER_REGISTRY.register_classes(module, base)``): they named the classes the CLI could
+    pick by ``class_path``. Lightning 2.x's CLI finds every subclass by itself, so registering is
+    only kept for the 1.x code that reads a registry back (``names``, ``classes``)."""
+
+    def __call__(self, cls: type | None = None, key: str | None = None, override: bool = False,
+                 show_deprecation: bool = True) -> Any:  # fmt: skip
+        if cls is None:  # @REGISTRY(key=...) with arguments
+            return lambda c: self(c, key=key, override=override)
+        name = cls.__name__ if key is None else key
+        if not isinstance(name, str):
+            raise TypeError(f"Registry key {name!r}: a key is a str, the class's name by default")
+        if name not in self or override:
+            self[name] = cls
+        return cls
+
+    def register_classes(self, module: Any, base_cls: type, override: bool = False) -> None:
+        """Register every subclass of ``base_cls`` that ``module`` holds."""
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, base_cls) and value is not base_cls:
+                self(value, override=override)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self)
+
+    @property
+    def classes(self) -> tuple[type, ...]:
+        return tuple(self.values())
+
+    def __str__(self) -> str:
+        return f"Registered objects: {self.names}"
+
+
+CALLBACK_REGISTRY = Registry()
+DATAMODULE_REGISTRY = Registry()
+LOGGER_REGISTRY = Registry()
+LR_SCHEDULER_REGISTRY = Registry()
+MODEL_REGISTRY = Registry()
+OPTIMIZER_REGISTRY = Registry()
 
 
 def _first_argument(args: Any) -> str | None:

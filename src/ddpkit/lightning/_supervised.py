@@ -3,7 +3,7 @@
 Everything that trains is Lightning's (``DDPStrategy``: the DDP wrapper, the hooks, the loop);
 ddpkit adds what Lightning's own ``ddp`` / ``ddp_spawn`` lack (docs/reliability.md):
 
-- the ranks are started by ddpkit's launchers (:mod:`ddpkit.lightning.launchers`): when one rank
+- the ranks are started by ddpkit's launchers (:mod:`ddpkit.lightning._launchers`): when one rank
   raises or is killed, every rank is ended at once and the error names the root cause with its
   traceback; no rank outlives the job, and the children end when the launching process dies;
 - the process group meets on the store socket the launcher bound before any rank started (a busy
@@ -36,9 +36,9 @@ from pytorch_lightning.strategies import DDPStrategy
 from ddpkit.connector import AcceleratorConnector, Built, Flags
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.launchers import Launcher
-from ddpkit.lightning.environments import from_lightning
-from ddpkit.lightning.launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
-from ddpkit.lightning.restart import check_max_restarts
+from ddpkit.lightning._environments import from_lightning
+from ddpkit.lightning._launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
+from ddpkit.lightning._restart import check_max_restarts
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 from ddpkit.ranks.names import ENV_PARENT_PID
 

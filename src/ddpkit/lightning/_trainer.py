@@ -14,21 +14,23 @@ from pytorch_lightning.loggers import CSVLogger
 
 from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
-from ddpkit.lightning import arguments
-from ddpkit.lightning.epoch_end import epoch_end_hooks
-from ddpkit.lightning.hooks import check_hooks, one_optimizer_1x_hooks
-from ddpkit.lightning.keywords import Rewrite
-from ddpkit.lightning.multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
-from ddpkit.lightning.restart import (
+from ddpkit.lightning import _arguments as arguments
+from ddpkit.lightning._adapters import init_hooks
+from ddpkit.lightning._epoch_end import epoch_end_hooks
+from ddpkit.lightning._hooks import one_optimizer_1x_hooks, one_x_hooks
+from ddpkit.lightning._keywords import Rewrite
+from ddpkit.lightning._multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
+from ddpkit.lightning._restart import (
     RestartConnector,
     RestartState,
     check_max_restarts,
     strategy_restarts,
 )
-from ddpkit.lightning.signature import trainer_signature
-from ddpkit.lightning.supervised import SupervisedDDPStrategy
-from ddpkit.lightning.tips import quiet_tips
-from ddpkit.lightning.translate import translate
+from ddpkit.lightning._signature import trainer_signature
+from ddpkit.lightning._supervised import SupervisedDDPStrategy
+from ddpkit.lightning._tips import quiet_tips
+from ddpkit.lightning._trainer_1x import OneXAttributes
+from ddpkit.lightning._translate import translate
 from ddpkit.trainer.restart import check_restarts
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
@@ -65,7 +67,7 @@ def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
     trainer._checkpoint_connector = RestartConnector(trainer)
 
 
-class Trainer(pl.Trainer):
+class Trainer(OneXAttributes, pl.Trainer):
     """A ``pytorch_lightning.Trainer`` (a subclass: everything it does is Lightning's) that also
     runs Lightning 1.x calls.
 
@@ -102,7 +104,9 @@ class Trainer(pl.Trainer):
             translation.devices.call if translation.devices is not None else None
         )
         self._rewrite: Rewrite = translation.rewrite
+        self._given_1x = dict(translation.rewrite.given)
         _with_restarts(self, max_restarts, translation.plan)
+        init_hooks(self, self.callbacks)  # 1.x's on_init_start / on_init_end
         flush = translation.rewrite.flush_logs_every_n_steps
         if flush is not None:
             for logger in self.loggers:
@@ -110,7 +114,7 @@ class Trainer(pl.Trainer):
                     # What CSVLogger(flush_logs_every_n_steps=...) sets at construction.
                     logger._flush_logs_every_n_steps = flush
 
-    # -- Lightning 1.x's argparse API (removed in 2.0): ddpkit.lightning.arguments -----------
+    # -- Lightning 1.x's argparse API (removed in 2.0): ddpkit.lightning._arguments -----------
 
     @classmethod
     def add_argparse_args(
@@ -202,13 +206,14 @@ class Trainer(pl.Trainer):
             for obj in [model, *bound.values()]:
                 if isinstance(obj, pl.LightningModule | pl.LightningDataModule):
                     obj.prepare_data_per_node = self._rewrite.prepare_data_per_node
-        callbacks: list[Any] = self.callbacks  # type: ignore[attr-defined]  # set by Lightning
-        check_hooks(model, callbacks)
+        callbacks: list[Any] = self.callbacks
         self._manual_optimization(model)
         multi = stage == "fit" and is_1x_multi_optimizer(model)
+        datamodule = bound.get("datamodule") or self.datamodule
         with (
             epoch_end_hooks(stage, model, callbacks),
             multi_optimizer_stage(self, model) if multi else one_optimizer_1x_hooks(self, model),
+            one_x_hooks(self, stage, model, datamodule, callbacks),
         ):
             yield bound
 
@@ -251,14 +256,18 @@ class Trainer(pl.Trainer):
             "method": method,
         }
         tuner, result = Tuner(self), dict[str, Any]()
-        if "scale_batch_size" in self._rewrite.tune:
-            options = {"mode": self._rewrite.tune["scale_batch_size"]}
-            options.update(scale_batch_size_kwargs or {})
-            result["scale_batch_size"] = tuner.scale_batch_size(model, **data, **options)
-        if "lr_find" in self._rewrite.tune:
-            options = {"attr_name": self._rewrite.tune["lr_find"], "update_attr": True}
-            options.update(lr_find_kwargs or {})
-            result["lr_find"] = tuner.lr_find(model, **data, **options)
+        self._ddpkit_tuning = True
+        try:
+            if "scale_batch_size" in self._rewrite.tune:
+                options = {"mode": self._rewrite.tune["scale_batch_size"]}
+                options.update(scale_batch_size_kwargs or {})
+                result["scale_batch_size"] = tuner.scale_batch_size(model, **data, **options)
+            if "lr_find" in self._rewrite.tune:
+                options = {"attr_name": self._rewrite.tune["lr_find"], "update_attr": True}
+                options.update(lr_find_kwargs or {})
+                result["lr_find"] = tuner.lr_find(model, **data, **options)
+        finally:
+            self._ddpkit_tuning = False
         return result
 
 

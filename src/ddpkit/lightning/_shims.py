@@ -1,0 +1,201 @@
+"""Lightning 1.x signatures of the hooks Lightning 2.x still calls, called with 1.x's arguments.
+
+``on_train_batch_end(..., dataloader_idx)``, ``backward(loss, optimizer, optimizer_idx)``,
+``lr_scheduler_step(scheduler, optimizer_idx, metric)``, a callback's ``on_load_checkpoint(trainer,
+pl_module, callback_state)`` ...: for the length of a stage, a 1.x override of such a hook is
+stood in for by a :class:`Redirect`, an instance attribute that takes 2.x's arguments and passes
+1.x's (:data:`SHIMS`). A callback's ``on_save_checkpoint`` that returns its state (1.0–1.7) has
+it stored where 2.x keeps callback states. Redirects are plain objects of module-level classes
+and functions, so a spawned rank unpickles them with the module.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytorch_lightning as pl
+
+__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "StepRedirect", "defined"]
+
+
+def _required(fn: Any) -> int:
+    """How many positional parameters ``fn`` (a function, ``self`` included) requires."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in kinds and p.default is p.empty)
+
+
+def _positional(fn: Any) -> int:
+    """How many positional parameters ``fn`` takes at most (-1: any number)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return -1
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in kinds)
+
+
+def _param_names(fn: Any) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _optimizer_index(trainer: pl.Trainer, optimizer: Any) -> int:
+    raw = getattr(optimizer, "optimizer", optimizer)  # a LightningOptimizer wraps it
+    return next((i for i, o in enumerate(trainer.optimizers) if o is raw), 0)
+
+
+class Stage:
+    """What a shim needs to know of the stage: the Trainer and the epoch's kept outputs."""
+
+    def __init__(self, trainer: pl.Trainer) -> None:
+        self.trainer = trainer
+        #: the training epoch's step outputs, kept when a 1.x on_train_epoch_end(outputs) asks
+        self.train_outputs: list[Any] = []
+        self.keep_train_outputs = False
+
+    def predictions(self) -> list[Any]:
+        """1.x's ``results`` of ``on_predict_epoch_end``: a list per predict loader."""
+        found = self.trainer.predict_loop.predictions or []
+        several = len(self.trainer.num_predict_batches) > 1
+        return list(found) if several else [list(found)]
+
+
+class Redirect:
+    """An instance attribute standing in for ``obj.name`` for one stage: a call goes to ``how``
+    (a module-level function, so that a spawned rank unpickles it) with the class's own
+    ``name`` at hand (:attr:`original`)."""
+
+    def __init__(self, obj: Any, name: str, how: Callable[..., Any], stage: Stage) -> None:
+        self.obj, self.name, self.how, self.stage = obj, name, how, stage
+
+    @property
+    def original(self) -> Any:
+        return getattr(type(self.obj), self.name).__get__(self.obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.how(self, *args, **kwargs)
+
+
+class StepRedirect(Redirect):
+    """A step method's redirect: introspection (Lightning reads the step's signature for
+    ``dataloader_idx``) sees the original."""
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self.original
+
+
+#: A shim: (the 1.x override's signature fits) → how its redirect calls it.
+Shim = tuple[Callable[[Any], bool], Callable[..., Any]]
+
+
+def _save_returned_state(r: Redirect, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
+    """1.0–1.7: a callback's ``on_save_checkpoint`` returned its state; 2.x keeps callback
+    states under ``checkpoint["callbacks"][state_key]``."""
+    hook = r.original
+    if _positional(hook) == 2:
+        state = hook(trainer, pl_module)
+    else:
+        state = hook(trainer, pl_module, checkpoint)
+    if state is not None:
+        checkpoint.setdefault("callbacks", {})[r.obj.state_key] = state
+
+
+def _load_own_state(r: Redirect, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
+    """1.0–1.7: a callback's ``on_load_checkpoint`` got its own state, not the checkpoint."""
+    state = (checkpoint.get("callbacks") or {}).get(r.obj.state_key)
+    if state is None:
+        return  # 1.x called it only for a callback that had saved a state
+    hook = r.original
+    if _positional(hook) == 1:
+        hook(state)
+    else:
+        hook(trainer, pl_module, state)
+
+
+def _drop_last(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    return r.original(*args[:-1], **kwargs)
+
+
+def _zero(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    return r.original(*args, 0, **kwargs)
+
+
+def _train_outputs(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    return r.original(*args, r.stage.train_outputs, **kwargs)
+
+
+def _results(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    return r.original(*args, r.stage.predictions(), **kwargs)
+
+
+def _optimizer_idx(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    return r.original(*args, _optimizer_index(r.stage.trainer, args[-1]), **kwargs)
+
+
+def _backward(r: Redirect, loss: Any, *args: Any, **kwargs: Any) -> Any:
+    index = getattr(r.stage.trainer.lightning_module, "_ddpkit_optimizer_idx", 0)
+    optimizers = r.stage.trainer.optimizers
+    return r.original(loss, optimizers[index] if optimizers else None, index, *args, **kwargs)
+
+
+def _scheduler_idx(r: Redirect, scheduler: Any, metric: Any = None) -> Any:
+    owner = getattr(scheduler, "optimizer", None)
+    return r.original(scheduler, _optimizer_index(r.stage.trainer, owner), metric)
+
+
+def _fits(required: int, positional: int | None = None) -> Callable[[Any], bool]:
+    """The 1.x override requires ``required`` positional parameters (``self`` included), or
+    takes at most ``positional``."""
+
+    def check(fn: Any) -> bool:
+        if positional is not None:
+            return _positional(fn) == positional
+        return _required(fn) == required
+
+    return check
+
+
+#: (owner, hook) → its shim (see the module). Owners: "module", "datamodule", "callback".
+SHIMS: dict[tuple[str, str], Shim] = {
+    ("module", "on_train_batch_start"): (_fits(4), _zero),
+    ("module", "on_train_batch_end"): (_fits(5), _zero),
+    ("module", "on_train_epoch_end"): (_fits(2), _train_outputs),
+    ("module", "on_predict_epoch_end"): (_fits(2), _results),
+    ("module", "transfer_batch_to_device"): (_fits(0, positional=3), _drop_last),
+    ("module", "backward"): (_fits(4), _backward),
+    ("module", "lr_scheduler_step"): (_fits(4), _scheduler_idx),
+    ("module", "on_before_optimizer_step"): (_fits(3), _optimizer_idx),
+    ("datamodule", "transfer_batch_to_device"): (_fits(0, positional=3), _drop_last),
+    ("callback", "on_train_batch_start"): (_fits(6), _zero),
+    ("callback", "on_train_batch_end"): (_fits(7), _zero),
+    ("callback", "on_train_epoch_end"): (_fits(4), _train_outputs),
+    ("callback", "on_predict_epoch_end"): (_fits(4), _results),
+    ("callback", "on_before_optimizer_step"): (_fits(5), _optimizer_idx),
+    ("callback", "on_save_checkpoint"): (lambda fn: True, _save_returned_state),
+    ("callback", "on_load_checkpoint"): (
+        lambda fn: _positional(fn) == 2 or "callback_state" in _param_names(fn),
+        _load_own_state,
+    ),
+}
+
+
+def defined(obj: Any, name: str, base: type) -> Any:
+    """``type(obj).name`` when ``obj``'s class defines it itself (not ``base`` nor ddpkit)."""
+    fn = getattr(type(obj), name, None)
+    if fn is None or getattr(base, name, None) is fn:
+        return None
+    owner = next((c for c in type(obj).__mro__ if name in vars(c)), None)
+    if owner is not None and owner.__module__.startswith(("ddpkit.", "pytorch_lightning.")):
+        return None
+    return fn if callable(fn) else None
