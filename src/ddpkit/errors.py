@@ -11,6 +11,8 @@
           │                            ddpkit.lightning refuses; names the Lightning 2.x fix)
           ├── LightningRemovedAttributeError (also an AttributeError: the same for a member of
           │                            a Trainer, LightningModule, DataModule or Callback)
+          ├── LightningUsageError     (also a RuntimeError: a 1.x API called as 1.x refused it,
+          │                            raised as 1.x raised it)
           └── UnusedParametersError   (also a RuntimeError: DDP waits for a parameter's gradient
                                        that the loss never produced; names the parameters)
 
@@ -36,6 +38,7 @@ __all__ = [
     "LaunchError",
     "LightningRemovedAttributeError",
     "LightningRemovedError",
+    "LightningUsageError",
     "MisconfigurationError",
     "RankFailure",
     "UnusedParametersError",
@@ -160,6 +163,11 @@ class LightningRemovedAttributeError(DDPKitError, AttributeError):
     """A member of Lightning 1.x's ``Trainer``, ``LightningModule``, ``LightningDataModule`` or
     ``Callback`` that ``ddpkit.lightning`` does not provide: why, and the 2.x fix. An
     ``AttributeError``, so that ``hasattr`` and ``getattr(obj, name, default)`` still work."""
+
+
+class LightningUsageError(DDPKitError, RuntimeError):
+    """A Lightning 1.x API called in a way Lightning 1.x refused as well, raised as the
+    ``RuntimeError`` 1.x raised (1.x code that catches it keeps working), with the fix."""
 
 
 class UnusedParametersError(DDPKitError, RuntimeError):

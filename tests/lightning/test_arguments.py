@@ -17,6 +17,7 @@ from pytorch_lightning.strategies import SingleDeviceStrategy  # noqa: E402
 
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning  # noqa: E402
 from ddpkit.lightning import LightningDataModule, SupervisedDDPStrategy, Trainer  # noqa: E402
+from ddpkit.lightning._arguments import TRAINER_1X_DEFAULTS  # noqa: E402
 from ddpkit.trainer.legacy_table import DEVICE_ROWS, ROWS  # noqa: E402
 
 
@@ -32,13 +33,16 @@ def build(args: argparse.Namespace, **kwargs: Any) -> tuple[Trainer, list[str]]:
     return trainer, [str(w.message) for w in caught if issubclass(w.category, DDPKitWarning)]
 
 
-def test_every_keyword_is_a_flag_with_the_signatures_default() -> None:
+def test_every_keyword_is_a_flag_with_1x_default() -> None:
+    """The signature's default, or 1.x's where Lightning 2.x changed it (1.4's own test,
+    ported_1x/test_pl14_trainer_cli.py: max_steps and accelerator parse as None)."""
     args = vars(parse(""))
     signature = inspect.signature(Trainer).parameters
     skipped = {"callbacks", "logger"}  # no str/int/float/bool in their types (logger: bool only)
     for name, parameter in signature.items():
         if name in args:
-            assert args[name] == parameter.default, name
+            assert args[name] == TRAINER_1X_DEFAULTS.get(name, parameter.default), name
+    assert args["max_steps"] is None and args["accelerator"] is None
     # Every 1.x keyword of the table and every Lightning 2.x keyword with a plain type.
     assert {n for n, r in {**ROWS, **DEVICE_ROWS}.items() if r.is_1x and not r.kept} <= set(args)
     assert {"max_epochs", "devices", "accelerator", "plugins", "precision"} <= set(args)

@@ -32,7 +32,7 @@ ADAPTED: dict[str, str] = {f"{owner}.{hook}": "with 1.x's arguments" for owner, 
 #: Module hooks 2.x never calls: where 1.x called them.
 _MODULE_REMOVED = {
     "on_epoch_start": "before each on_train/validation/test_epoch_start",
-    "on_epoch_end": "after each on_train/validation/test_epoch_end",
+    "on_epoch_end": "after each on_train/validation/test_epoch_end, the module's included",
     "on_pretrain_routine_start": "after on_fit_start, before the sanity check",
     "on_pretrain_routine_end": "after on_pretrain_routine_start",
     "on_post_move_to_device": "once the model is on its device, at the start of each stage",
@@ -50,7 +50,7 @@ _CALLBACK_REMOVED = {
     "on_init_start": "when the Trainer is built, before on_init_end",
     "on_init_end": "when the Trainer is built",
     "on_epoch_start": "before each on_train/validation/test_epoch_start",
-    "on_epoch_end": "after each on_train/validation/test_epoch_end",
+    "on_epoch_end": "after each on_train/validation/test_epoch_end, the module's included",
     "on_batch_start": "before on_train_batch_start",
     "on_batch_end": "after on_train_batch_end",
     "on_pretrain_routine_start": "after on_fit_start, before the sanity check",
@@ -129,13 +129,12 @@ class OneXHooks(pl.Callback):
             self.module.on_post_move_to_device()
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        # the pre-training routine comes after the module's on_fit_start: chained there by
+        # ddpkit.lightning._hooks
         self._stage_start(trainer, pl_module)
-        if not self.first:  # after every on_fit_start, as 1.x's pre-training routine
-            self._call("on_pretrain_routine_start", trainer, pl_module)
-            self._call("on_pretrain_routine_end", trainer, pl_module)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        if not trainer.training and not trainer.sanity_checking:
+        if trainer.state.fn == "validate":  # a validate stage, not a fit's validation
             self._stage_start(trainer, pl_module)
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
@@ -144,28 +143,22 @@ class OneXHooks(pl.Callback):
     def on_predict_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self._stage_start(trainer, pl_module)
 
-    def _epoch(self, trainer: pl.Trainer, pl_module: Any, start: bool) -> None:
-        if start == self.first and not trainer.sanity_checking:
-            self._call("on_epoch_start" if start else "on_epoch_end", trainer, pl_module)
+    # on_epoch_end comes after the module's on_*_epoch_end: ddpkit.lightning._hooks chains it
+    # there (the module's hook is the last of the non-monitoring ones)
+
+    def _epoch_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
+        if self.first:  # 1.x's loops called it in the sanity check too
+            self._call("on_epoch_start", trainer, pl_module)
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
         self.stage.train_outputs = []
-        self._epoch(trainer, pl_module, start=True)
-
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        self._epoch(trainer, pl_module, start=False)
+        self._epoch_start(trainer, pl_module)
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        self._epoch(trainer, pl_module, start=True)
-
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        self._epoch(trainer, pl_module, start=False)
+        self._epoch_start(trainer, pl_module)
 
     def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        self._epoch(trainer, pl_module, start=True)
-
-    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: Any) -> None:
-        self._epoch(trainer, pl_module, start=False)
+        self._epoch_start(trainer, pl_module)
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: Any, *_: Any) -> None:
         if self.first:

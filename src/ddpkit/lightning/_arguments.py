@@ -29,6 +29,8 @@ from ast import literal_eval
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
+from ddpkit.errors import LightningUsageError
+
 __all__ = [
     "add_argparse_args",
     "from_argparse_args",
@@ -39,6 +41,21 @@ __all__ = [
 
 _ALLOWED = (str, int, float, bool)
 _IGNORED = ("self", "args", "kwargs")
+#: A Trainer's keywords Lightning 2.x kept with another default: the argparse API parses 1.x's
+#: (1.4's; 1.x scripts test them, ``if args.max_steps:``), and that value asks for nothing.
+TRAINER_1X_DEFAULTS: dict[str, Any] = {
+    "accelerator": None,
+    "strategy": None,
+    "devices": None,
+    "max_steps": None,
+    "precision": 32,
+    "logger": True,
+    "num_sanity_val_steps": 2,
+    "log_every_n_steps": 50,
+    "enable_checkpointing": True,
+    "enable_progress_bar": True,
+    "enable_model_summary": True,
+}
 #: Keywords 1.x typed as an int or a float (2.x's type also takes a time string).
 _INT_OR_FLOAT = ("val_check_interval",)
 
@@ -151,17 +168,19 @@ def add_argparse_args(
     parser already has (a ``--batch_size`` of the script's own) is left as the script made it,
     as 1.x's DataModule did."""
     if isinstance(parent_parser, _ArgumentGroup):
-        raise TypeError(
-            f"{cls.__name__}.add_argparse_args({type(parent_parser).__name__}): pass the "
-            f"ArgumentParser itself; its arguments go in a group of their own."
+        raise LightningUsageError(  # 1.x's RuntimeError, with its words
+            f"{cls.__name__}.add_argparse_args({type(parent_parser).__name__}): Please only "
+            f"pass an ArgumentParser instance. Fix: pass the ArgumentParser itself; its "
+            f"arguments go in a group of their own."
         )
     if use_argument_group:
         parser: Any = parent_parser.add_argument_group(f"{cls.__module__}.{cls.__qualname__}")
     else:
         parser = ArgumentParser(parents=[parent_parser], add_help=False)
     taken = {action.dest for action in parent_parser._actions}
-    helps = _help(cls)
+    helps, ours = _help(cls), _one_x_defaults(cls)
     for name, types, default in get_init_arguments_and_types(cls):
+        default = ours.get(name, default)
         allowed = [t for t in _ALLOWED if t in types]
         if name in _IGNORED or name in taken or not allowed:
             continue
@@ -191,13 +210,23 @@ def parse_argparser(cls: Any, arg_parser: ArgumentParser | Namespace) -> Namespa
 
 def from_argparse_args(cls: Any, args: Namespace | ArgumentParser, **kwargs: Any) -> Any:
     """``cls(...)`` with the namespace's values of ``cls``'s arguments, ``kwargs`` overriding."""
-    if isinstance(args, ArgumentParser):
-        args = parse_argparser(cls, args)
+    if isinstance(args, ArgumentParser):  # the class's own parse_argparser, as 1.x called it
+        parse = getattr(cls, "parse_argparser", None)
+        args = parse(args) if parse is not None else parse_argparser(cls, args)
     params = vars(args)
     valid = inspect.signature(cls).parameters
     given = {name: params[name] for name in valid if name in params}
+    for name, default in _one_x_defaults(cls).items():
+        if name in given and given[name] == default and type(given[name]) is type(default):
+            del given[name]  # 1.x's default: the Trainer's own asks for the same
     given.update(kwargs)
     return cls(**given)
+
+
+def _one_x_defaults(cls: Any) -> dict[str, Any]:
+    import pytorch_lightning as pl
+
+    return TRAINER_1X_DEFAULTS if isinstance(cls, type) and issubclass(cls, pl.Trainer) else {}
 
 
 def parse_env_variables(cls: Any, template: str = "PL_%(cls_name)s_%(cls_argument)s") -> Namespace:

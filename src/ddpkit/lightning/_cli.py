@@ -21,6 +21,7 @@ arguments and trains ``ddpkit.lightning.Trainer`` (whose signature holds 1.x's k
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 from pytorch_lightning import cli as lightning_cli
@@ -162,10 +163,43 @@ class LightningCLI(lightning_cli.LightningCLI):
             **kwargs,
         )
         if one_four:
+            self.config = self.config.as_dict()  # 1.3–1.4 parsed into a dict
             self.prepare_fit_kwargs()
             self.before_fit()
             self.fit()
             self.after_fit()
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        trainer: Any = self.trainer  # None from a 1.4 instantiate_trainer override
+        if trainer is None:
+            self.trainer = self.__dict__["_ddpkit_trainer"]
+
+    def instantiate_trainer(self, **kwargs: Any) -> Any:
+        """Lightning's; the Trainer is also ``self.trainer`` at once, as 1.4's (which returned
+        None) left it."""
+        trainer = super().instantiate_trainer(**kwargs)
+        self.trainer = self.__dict__["_ddpkit_trainer"] = trainer
+        return trainer
+
+    def _add_configure_optimizers_method_to_model(self, subcommand: str | None) -> None:
+        if type(self).add_configure_optimizers_method_to_model is not (
+            LightningCLI.add_configure_optimizers_method_to_model
+        ):  # a 1.4 subclass's own: 1.4 called it here
+            self.add_configure_optimizers_method_to_model()
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            super()._add_configure_optimizers_method_to_model(subcommand)
+        mine = f"`{type(self).__name__}.configure_optimizers`"
+        for found in caught:  # 1.4's words: the hook that overrides it
+            hook = f"`{type(self).__name__}.add_configure_optimizers_method_to_model`"
+            warnings.warn(str(found.message).replace(mine, hook), found.category, stacklevel=2)
+
+    def add_configure_optimizers_method_to_model(self) -> None:
+        """1.4's hook: the model's ``configure_optimizers`` from the optimizer and
+        lr-scheduler groups added with ``link_to="AUTOMATIC"`` (2.x calls it on its own)."""
+        lightning_cli.LightningCLI._add_configure_optimizers_method_to_model(self, self.subcommand)
 
     def prepare_fit_kwargs(self) -> None:
         """1.4's: ``self.fit_kwargs``, the model and the data module if there is one."""

@@ -35,7 +35,8 @@ def _tracked(name: str, hook: Callable[..., Any]) -> Callable[..., Any]:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         stage = kwargs.get("stage", args[0] if args else None)
         called = self.__dict__.setdefault("_ddpkit_called", set())
-        called.update({(name, s) for s in ((stage,) if stage else (None, *_STAGES))})
+        # 1.x: a stage of None counted as fit, validate and test (not predict)
+        called.update({(name, s) for s in ((stage,) if stage else (None, *_STAGES[:3]))})
         return hook(self, *args, **kwargs)
 
     return call
@@ -84,6 +85,19 @@ class LightningDataModule(pl.LightningDataModule):
         for name in _TRACKED:
             if name in vars(cls):
                 setattr(cls, name, _tracked(name, vars(cls)[name]))
+
+    def prepare_data(self) -> None:
+        """Lightning's: nothing to prepare (1.0–1.5 tracked the call)."""
+
+    def setup(self, stage: str | None = None) -> None:
+        """Lightning's, with 1.x's default stage (None: every stage; 1.x tracked the call)."""
+
+    def teardown(self, stage: str | None = None) -> None:
+        """Lightning's, with 1.x's default stage (None: every stage; 1.x tracked the call)."""
+
+    prepare_data = _tracked("prepare_data", prepare_data)
+    setup = _tracked("setup", setup)
+    teardown = _tracked("teardown", teardown)
 
     has_prepared_data = _has("prepare_data", None)
     has_setup_fit = _has("setup", "fit")

@@ -20,12 +20,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytorch_lightning as pl
+import torch
 
 from ddpkit.core.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._adapters import ADAPTED, INSTEAD, OneXHooks, step_output
-from ddpkit.lightning._shims import SHIMS, Redirect, Stage, StepRedirect, defined
+from ddpkit.lightning._shims import SHIMS, Redirect, Stage, defined
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["check_hooks", "one_optimizer_1x_hooks", "one_x_hooks"]
@@ -60,6 +61,8 @@ def _check_signatures(obj: Any, base: type) -> None:
     for name, hook in inspect.getmembers(base, inspect.isfunction):
         if not name.startswith("on_") or getattr(type(obj), name, hook) is hook:
             continue
+        if isinstance(vars(obj).get(name), Redirect):
+            continue  # a 1.x signature ddpkit calls with 1.x's arguments
         theirs = _required(getattr(obj, name))
         ours = _required(hook.__get__(obj))
         if len(theirs) > len(ours):
@@ -112,6 +115,16 @@ class _Installed:
         setattr(obj, name, value)
         self.done.append((obj, name))
 
+    def wrap(self, obj: Any, name: str, how: Any, stage: Stage) -> None:
+        """A redirect of ``obj.name`` around what it is now (a redirect of this stage, or the
+        class's own)."""
+        inner = vars(obj).get(name)
+        if inner is not None and (obj, name) not in self.done:
+            return  # the user's own instance attribute
+        setattr(obj, name, Redirect(obj, name, how, stage, inner=inner))
+        if inner is None:
+            self.done.append((obj, name))
+
     def undo(self) -> None:
         for obj, name in reversed(self.done):
             vars(obj).pop(name, None)
@@ -163,6 +176,47 @@ def _warn_removed(obj: Any, owner: str, base: type) -> None:
         )
 
 
+def _then_epoch_end(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    """The module's ``on_*_epoch_end``, then 1.x's ``on_epoch_end`` of the callbacks and the
+    module, as 1.x's loops called it after the epoch's end hooks (the sanity check's too)."""
+    result = r.original(*args, **kwargs)
+    trainer, module = r.stage.trainer, r.obj
+    for callback in r.stage.callbacks:
+        if defined(callback, "on_epoch_end", pl.Callback) is not None:
+            callback.on_epoch_end(trainer, module)
+    if defined(module, "on_epoch_end", pl.LightningModule) is not None:
+        module.on_epoch_end()
+    return result
+
+
+def _then_pretraining(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    """The module's ``on_fit_start``, then 1.x's pre-training routine hooks of the callbacks and
+    the module (1.x ran it after on_fit_start, before the sanity check)."""
+    result = r.original(*args, **kwargs)
+    trainer, module = r.stage.trainer, r.obj
+    for name in ("on_pretrain_routine_start", "on_pretrain_routine_end"):
+        for callback in r.stage.callbacks:
+            if defined(callback, name, pl.Callback) is not None:
+                getattr(callback, name)(trainer, module)
+        if defined(module, name, pl.LightningModule) is not None:
+            getattr(module, name)()
+    return result
+
+
+def _pretraining(installed: _Installed, state: Stage, model: Any) -> None:
+    objects = [(model, pl.LightningModule)] + [(c, pl.Callback) for c in state.callbacks]
+    names = ("on_pretrain_routine_start", "on_pretrain_routine_end")
+    if any(defined(obj, name, base) is not None for obj, base in objects for name in names):
+        installed.wrap(model, "on_fit_start", _then_pretraining, state)
+
+
+def _epoch_ends(installed: _Installed, state: Stage, model: Any) -> None:
+    objects = [(model, pl.LightningModule)] + [(c, pl.Callback) for c in state.callbacks]
+    if any(defined(obj, "on_epoch_end", base) is not None for obj, base in objects):
+        for loop in ("train", "validation", "test"):
+            installed.wrap(model, f"on_{loop}_epoch_end", _then_epoch_end, state)
+
+
 def _step(r: Redirect, *args: Any, **kwargs: Any) -> Any:
     return step_output(r.obj, r.name[: -len("_step")], r.original(*args, **kwargs))
 
@@ -184,7 +238,7 @@ def _steps(installed: _Installed, state: Stage, stage: str, model: Any) -> None:
             continue  # several 1.x optimizers: their stage does it (_multi_optimizer)
         if defined(model, f"{loop}_step_end", pl.LightningModule) is not None:
             installed.set(model, f"{loop}_step_end", None)  # Lightning 2.x never calls it
-        installed.set(model, name, StepRedirect(model, name, _step, state))
+        installed.set(model, name, Redirect(model, name, _step, state))
 
 
 def _loaders(installed: _Installed, state: Stage, stage: str, owned: list[Any]) -> None:
@@ -194,6 +248,43 @@ def _loaders(installed: _Installed, state: Stage, stage: str, owned: list[Any]) 
             if defined(obj, f"on_{loader}_dataloader", base) is not None:
                 name = f"{loader}_dataloader"
                 installed.set(obj, name, Redirect(obj, name, _loader, state))
+
+
+def _count_optimizers(conf: Any) -> int:
+    """How many optimizers a ``configure_optimizers`` result holds (1.x's forms)."""
+    if isinstance(conf, torch.optim.Optimizer | dict):
+        return 1
+    if isinstance(conf, list | tuple):
+        if len(conf) == 2 and all(isinstance(part, list | tuple) for part in conf):
+            return _count_optimizers(conf[0])  # ([optimizers], [schedulers])
+        if all(isinstance(c, torch.optim.Optimizer) for c in conf) or all(
+            isinstance(c, dict) for c in conf
+        ):
+            return len(conf)
+    return 0  # a form Lightning's own parser refuses with its words
+
+
+def _several_need_an_index(r: Redirect) -> Any:
+    conf = r.original()
+    count = _count_optimizers(conf)
+    if count > 1:
+        raise MisconfigurationError(
+            f"{type(r.obj).__name__}.configure_optimizers() returns {count} optimizers, but "
+            f"`training_step` is missing the `optimizer_idx` argument, which Lightning 1.x's "
+            f"automatic optimization steps each of them with. Fix: training_step(self, batch, "
+            f"batch_idx, optimizer_idx), or manual optimization (self.automatic_optimization "
+            f"= False and the optimizers from self.optimizers())."
+        )
+    return conf
+
+
+def _one_optimizer_without_index(installed: _Installed, state: Stage, model: Any) -> None:
+    """1.x refused several optimizers to a ``training_step`` without ``optimizer_idx`` with
+    its own words (a ``ValueError``); Lightning 2.x's would send a 1.x user to manual
+    optimization."""
+    if model.automatic_optimization and "configure_optimizers" not in vars(model):
+        redirect = Redirect(model, "configure_optimizers", _several_need_an_index, state)
+        installed.set(model, "configure_optimizers", redirect)
 
 
 def _progress_bar(installed: _Installed, state: Stage, model: Any) -> None:
@@ -211,6 +302,7 @@ def one_x_hooks(
     module), then :func:`check_hooks`; undone when the stage ends."""
     installed, state = _Installed(), Stage(trainer)
     users = [c for c in callbacks if isinstance(c, pl.Callback)]
+    state.callbacks = users
     owned: list[tuple[str, Any, type]] = []
     if isinstance(model, pl.LightningModule):
         owned.append(("module", model, pl.LightningModule))
@@ -222,7 +314,11 @@ def one_x_hooks(
         _shims(installed, state, [*owned, *(("callback", c, pl.Callback) for c in users)])
         if owned and owned[0][0] == "module":
             _steps(installed, state, stage, model)
+            _epoch_ends(installed, state, model)
+            _pretraining(installed, state, model)
             _progress_bar(installed, state, model)
+            if stage == "fit":
+                _one_optimizer_without_index(installed, state, model)
         _loaders(installed, state, stage, owned)
         check_hooks(model, users, datamodule)
         callbacks.insert(0, first)

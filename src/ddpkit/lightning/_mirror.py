@@ -101,6 +101,20 @@ class MirrorModule(types.ModuleType):
         setattr(self, name, value)  # once found, a plain attribute: no lookup the next time
         return value
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The import system binds each imported submodule on its package. 1.x packages bound
+        # some names twice, the function winning (metrics.functional.accuracy is the function
+        # and a module): a submodule never hides what the name means at this path.
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            entry = _surface.name_entry(f"{self.__lightning_path__}.{name}") or {}
+            target = self.__dict__.get("__lightning_module__")
+            static = vars(target).get(name) if target is not None else None
+            if entry.get("kind", "module") != "module" or not isinstance(
+                static, types.ModuleType | None
+            ):
+                return
+        super().__setattr__(name, value)
+
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
         if self.__lightning_module__ is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytorch_lightning as pl
@@ -20,9 +20,10 @@ import torch
 from lightning_fabric.utilities.apply_func import move_data_to_device
 from pytorch_lightning.core.optimizer import LightningOptimizer
 
+from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning import _surface
 
-__all__ = ["LightningModule", "auto_move_data", "one_x_precision"]
+__all__ = ["LightningModule", "Of2x", "auto_move_data", "one_x_precision"]
 
 _log = logging.getLogger("ddpkit.lightning")
 _PRECISION_1X: dict[str, int | str] = {
@@ -58,7 +59,43 @@ def auto_move_data(fn: Callable[..., Any]) -> Callable[..., Any]:
     return moved
 
 
-class LightningModule(pl.LightningModule):
+class Of2x(type):
+    """The metaclass of ddpkit's 1.x classes: ``isinstance`` / ``issubclass`` of one holds for
+    an object of the Lightning 2.x class it extends too (a Lightning callback, a module made by
+    a library on Lightning 2.x), as both were one class in 1.x."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        base: Any = cls.__base__
+        return type.__instancecheck__(cls, instance) or isinstance(instance, base)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        base: Any = cls.__base__
+        return type.__subclasscheck__(cls, subclass) or issubclass(subclass, base)
+
+
+def _no_op(name: str, since: str, doc: str) -> Any:
+    def hook(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    hook.__name__ = hook.__qualname__ = name
+    hook.__doc__ = f"Lightning {since}'s hook: {doc} (a no-op, for an override's ``super()``)."
+    return hook
+
+
+#: 1.x module hooks 2.x removed, as no-ops: 1.x code calls super().on_epoch_end() in its own.
+#: ddpkit calls an override where 1.x did (ddpkit.lightning._adapters).
+MODULE_HOOKS_1X = {
+    "on_epoch_start": ("1.0–1.7", "the start of every epoch"),
+    "on_epoch_end": ("1.0–1.7", "the end of every epoch"),
+    "on_pretrain_routine_start": ("1.0–1.7", "before the sanity check"),
+    "on_pretrain_routine_end": ("1.0–1.7", "before the sanity check"),
+    "on_post_move_to_device": ("1.2–1.6", "after the module moved to its device"),
+    **{f"on_{s}_dataloader": ("1.3–1.6", f"before {s}_dataloader()")
+       for s in ("train", "val", "test", "predict")},
+}  # fmt: skip
+
+
+class LightningModule(pl.LightningModule, metaclass=Of2x):
     """Lightning 2.x's ``LightningModule`` with Lightning 1.x's members (see the module)."""
 
     # -- 1.x keywords of calls that 2.x still has -----------------------------------------
@@ -66,8 +103,16 @@ class LightningModule(pl.LightningModule):
     def log(self, name: str, value: Any, *args: Any, **kwargs: Any) -> None:
         """Lightning's ``self.log``, taking 1.x's keywords too: ``sync_dist_op`` (1.0–1.5, the
         reduction of ``sync_dist``: 2.x's ``reduce_fx``), ``reduce_fx="default"`` (1.4–1.5:
-        ``"mean"``) and the ``tbptt_*`` keywords (TBPTT only, which 2.x removed: dropped)."""
-        super().log(name, value, *args, **_log_keywords(kwargs))
+        ``"mean"``) and the ``tbptt_*`` keywords (TBPTT only, which 2.x removed: dropped). A
+        dict value (1.x logged it whole; its loggers flattened it): each item as
+        ``name/key``, which Lightning 2.x takes (docs/flags.md, Differences)."""
+        kwargs = _log_keywords(kwargs)
+        if isinstance(value, Mapping):
+            _check_1x_dict(name, value)
+            for key, item in value.items():
+                super().log(f"{name}/{key}", item, *args, **kwargs)
+            return
+        super().log(name, value, *args, **kwargs)
 
     def log_dict(self, dictionary: Any, *args: Any, **kwargs: Any) -> None:
         """Lightning's ``self.log_dict``, taking 1.x's keywords too (see :meth:`log`)."""
@@ -174,6 +219,22 @@ class LightningModule(pl.LightningModule):
         except AttributeError:
             _surface.refuse_member("LightningModule", name)
             raise
+
+
+for _name, _about in MODULE_HOOKS_1X.items():
+    setattr(LightningModule, _name, _no_op(_name, *_about))
+
+
+def _check_1x_dict(name: str, value: Mapping[str, Any]) -> None:
+    """What 1.x refused of a dict given to ``self.log``, in its words (a ``ValueError``)."""
+    for item in value.values():
+        problem = ("nested dictionaries" if isinstance(item, Mapping)
+                   else "`NoneType` values" if item is None else None)  # fmt: skip
+        if problem is not None:
+            raise MisconfigurationError(
+                f"`self.log({name}, {value})` was called, but {problem} cannot be logged. Fix: "
+                f"log each value under its own name, a number or a tensor."
+            )
 
 
 def _log_keywords(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -109,6 +109,13 @@ class OneXOptimization:
         elif isinstance(conf, dict) and "frequency" in conf:
             conf = {k: v for k, v in conf.items() if k != "frequency"}
         optimizers, schedulers, monitor = _configure_optimizers(conf)
+        # 1.x's trainer.optimizer_frequencies, and (1.0–1.5) the schedulers' opt_idx, set for
+        # optimizers given as dicts
+        kept = vars(self.module.trainer)
+        kept["_ddpkit_optimizer_frequencies"] = list(self.frequencies)
+        kept["_ddpkit_scheduler_opt_idx"] = isinstance(conf, list | tuple) and all(
+            isinstance(d, dict) for d in conf
+        )
         self.scheduler_configs = _configure_schedulers_automatic_opt(schedulers, monitor)
         if self.frequencies and len(self.frequencies) != len(optimizers):
             raise MisconfigurationError(
@@ -170,6 +177,7 @@ class OneXOptimization:
     def _step(self, batch: Any, batch_idx: int, index: int, optimizer: Any, count: int) -> Any:
         module, trainer = self.module, self.module.trainer
         results: list[Any] = []
+        vars(module)["_ddpkit_optimizer_idx"] = index  # a 1.x backward(loss, optimizer, idx)
 
         def closure() -> Any:
             args = (batch, batch_idx, index) if count > 1 or self._needs_index() else (

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "StepRedirect", "defined"]
+__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "defined"]
 
 
 def _required(fn: Any) -> int:
@@ -59,6 +59,8 @@ class Stage:
 
     def __init__(self, trainer: pl.Trainer) -> None:
         self.trainer = trainer
+        #: the user's callbacks of the stage (ddpkit.lightning._hooks sets them)
+        self.callbacks: list[Any] = []
         #: the training epoch's step outputs, kept when a 1.x on_train_epoch_end(outputs) asks
         self.train_outputs: list[Any] = []
         self.keep_train_outputs = False
@@ -75,24 +77,27 @@ class Redirect:
     (a module-level function, so that a spawned rank unpickles it) with the class's own
     ``name`` at hand (:attr:`original`)."""
 
-    def __init__(self, obj: Any, name: str, how: Callable[..., Any], stage: Stage) -> None:
+    def __init__(
+        self, obj: Any, name: str, how: Callable[..., Any], stage: Stage, inner: Any = None
+    ) -> None:
         self.obj, self.name, self.how, self.stage = obj, name, how, stage
+        #: another redirect this one wraps (two 1.x adaptations of one hook), else None
+        self.inner = inner
 
     @property
     def original(self) -> Any:
+        if self.inner is not None:
+            return self.inner
         return getattr(type(self.obj), self.name).__get__(self.obj)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.how(self, *args, **kwargs)
-
-
-class StepRedirect(Redirect):
-    """A step method's redirect: introspection (Lightning reads the step's signature for
-    ``dataloader_idx``) sees the original."""
 
     @property
     def __wrapped__(self) -> Any:
+        # Introspection sees the original: Lightning's is_overridden (its code), the step
+        # signature Lightning reads for dataloader_idx.
         return self.original
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.how(self, *args, **kwargs)
 
 
 #: A shim: (the 1.x override's signature fits) → how its redirect calls it.
@@ -191,7 +196,11 @@ SHIMS: dict[tuple[str, str], Shim] = {
 
 
 def defined(obj: Any, name: str, base: type) -> Any:
-    """``type(obj).name`` when ``obj``'s class defines it itself (not ``base`` nor ddpkit)."""
+    """``obj``'s own ``name``: an instance attribute (not a redirect of ddpkit's), or its class's
+    when the class defines it itself (not ``base``, Lightning or ddpkit)."""
+    own = vars(obj).get(name) if hasattr(obj, "__dict__") else None
+    if callable(own) and not isinstance(own, Redirect):
+        return own
     fn = getattr(type(obj), name, None)
     if fn is None or getattr(base, name, None) is fn:
         return None

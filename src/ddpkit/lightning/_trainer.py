@@ -209,7 +209,9 @@ class Trainer(OneXAttributes, pl.Trainer):
         callbacks: list[Any] = self.callbacks
         self._manual_optimization(model)
         multi = stage == "fit" and is_1x_multi_optimizer(model)
-        datamodule = bound.get("datamodule") or self.datamodule
+        # fit(model, dm): 1.x's second argument could be a data module, as 2.x's can
+        given = [v for v in bound.values() if isinstance(v, pl.LightningDataModule)]
+        datamodule = given[0] if given else self.datamodule
         with (
             epoch_end_hooks(stage, model, callbacks),
             multi_optimizer_stage(self, model) if multi else one_optimizer_1x_hooks(self, model),

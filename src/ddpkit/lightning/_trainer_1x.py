@@ -219,7 +219,8 @@ class OneXAttributes:
     @property
     def lr_schedulers(self) -> list[dict[str, Any]]:
         """1.0–1.7: the schedulers as 1.x's dicts (``scheduler``, ``interval``, ``frequency``,
-        ``monitor``, ``reduce_on_plateau``, ``strict``, ``name``, ``opt_idx``)."""
+        ``monitor``, ``reduce_on_plateau``, ``strict``, ``name``, and ``opt_idx`` for several
+        optimizers given as dicts)."""
         trainer = self._trainer()
         optimizers = list(trainer.optimizers)
         found = []
@@ -227,7 +228,9 @@ class OneXAttributes:
             entry = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
             entry["scheduler"] = config.scheduler
             owner = getattr(config.scheduler, "optimizer", None)
-            entry["opt_idx"] = next((i for i, o in enumerate(optimizers) if o is owner), None)
+            index = next((i for i, o in enumerate(optimizers) if o is owner), None)
+            # 1.0–1.5 kept the optimizer's index only for several optimizers given as dicts
+            entry["opt_idx"] = index if getattr(self, "_ddpkit_scheduler_opt_idx", False) else None
             found.append(entry)
         return found
 

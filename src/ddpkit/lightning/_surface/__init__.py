@@ -113,7 +113,8 @@ def target_module(path: str) -> types.ModuleType | None:
     if path in PROVIDED_MODULES:
         return importlib.import_module(PROVIDED_MODULES[path])
     moved = MOVED_MODULES.get(path, path)
-    if path in NOT_SERVED or not _lightning_has(moved):
+    served = any(path == p or path.startswith(p + ".") for p in NOT_SERVED)
+    if served or not _lightning_has(moved):
         return None
     return importlib.import_module(moved)
 

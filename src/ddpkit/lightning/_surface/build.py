@@ -111,9 +111,9 @@ def module_status(path: str) -> dict[str, str]:
     if path in rules.PROVIDED_MODULES:
         return {"status": "provided", "target": rules.PROVIDED_MODULES[path],
                 "note": "ddpkit.lightning's own, with 1.x's names"}  # fmt: skip
-    if path in refusals.NOT_SERVED:
-        status, note = refusals.NOT_SERVED[path]
-        return {"status": status, "note": note}
+    served = _not_served(path)
+    if served is not None:
+        return {"status": served[0], "note": served[1]}
     if path in rules.MOVED_MODULES:
         moved = rules.MOVED_MODULES[path]
         return {"status": "provided", "target": moved, "note": f"Lightning 2.x's {moved}"}
@@ -129,8 +129,15 @@ def module_status(path: str) -> dict[str, str]:
     return {"status": rule[0], "note": rule[1]}
 
 
+def _not_served(path: str) -> tuple[str, str] | None:
+    for prefix, rule in refusals.NOT_SERVED.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return rule
+    return None
+
+
 def _behind(path: str) -> types.ModuleType | None:
-    if path in refusals.NOT_SERVED:
+    if _not_served(path) is not None:
         return None
     target = rules.PROVIDED_MODULES.get(path) or rules.MOVED_MODULES.get(path) or path
     return _modules_2x().get(target) or (_import(target) if target.startswith("ddpkit") else None)
@@ -161,7 +168,10 @@ def name_status(path: str, name: str, kind: str, facts: dict[str, Any]) -> dict[
     if kind == "alias":
         for origin in _origins(name, facts):
             if origin != path:
-                return name_status(origin, name, "defined", facts)
+                found = name_status(origin, name, "defined", facts)
+                if found["status"] == "unchanged":  # here, it is the object at its origin
+                    return {"status": "provided", "target": f"{origin}:{name}"}
+                return found
     rule = _module_rule(path)
     if rule is not None:
         return {"status": rule[0], "note": rule[1]}

@@ -42,6 +42,7 @@ def _classes() -> dict[str, tuple[type, type, Any]]:
     """owner → (Lightning 2.x's class, ddpkit's class, an instance of Lightning 2.x's)."""
     import pytorch_lightning as pl
 
+    from ddpkit.lightning._callback import Callback
     from ddpkit.lightning._datamodule import LightningDataModule
     from ddpkit.lightning._module import LightningModule
     from ddpkit.lightning._trainer import Trainer
@@ -61,7 +62,7 @@ def _classes() -> dict[str, tuple[type, type, Any]]:
                 LightningDataModule,
                 pl.LightningDataModule(),
             ),
-            "Callback": (pl.Callback, pl.Callback, pl.Callback()),
+            "Callback": (pl.Callback, Callback, pl.Callback()),
         }
 
 

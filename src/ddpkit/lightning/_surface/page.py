@@ -54,7 +54,7 @@ class _Notes:
             return f"`{entry['target']}`"
         note = entry.get("note", "")
         if not note or entry["status"] == "provided":
-            return note  # short: said in the row
+            return str(note)  # short: said in the row
         number = self.ids.setdefault(note, len(self.ids) + 1)
         return f"note {number}"
 
@@ -94,7 +94,8 @@ def _modules(table: dict[str, Any], notes: _Notes) -> list[str]:
         where = notes.ref(module)
         head = f"### `{path}` — {_span(module)}, {module['status']}"
         lines += ["", head + (f" ({where})" if where else ""), ""]
-        own, aliases = [], []
+        own: list[tuple[str, dict[str, Any]]] = []
+        aliases: list[tuple[str, dict[str, Any]]] = []
         for name in module["names"]:
             entry = table["names"][f"{path}.{name}"]
             (aliases if entry["kind"] == "alias" else own).append((name, entry))

@@ -42,14 +42,14 @@ _LITE = (
     "Fabric(accelerator='cpu', devices=2); fabric.launch(run) (pip install lightning-fabric)"
 )
 
-#: A module Lightning 2.x still has that ddpkit.lightning does not serve → (status, why).
+#: A module Lightning 2.x still has that ddpkit.lightning does not serve, with the modules under
+#: it → (status, why).
 NOT_SERVED: dict[str, tuple[str, str]] = {
     f"{_PL}.serve": (
         OUT,
         "ServableModule (Lightning 1.7–1.9) checks that a model can be served "
         "over HTTP, which is not training; use pytorch_lightning.serve directly",
     ),
-    f"{_PL}.serve.servable_module_validator": (OUT, "see pytorch_lightning.serve"),
 }
 
 #: A 1.x module path prefix that Lightning 2.x dropped → (status, why; fix). The longest
@@ -70,7 +70,7 @@ MODULE_RULES: dict[str, tuple[str, str]] = {
                                       "(prepare_qat in setup, convert after fit)"),
     f"{_PL}.callbacks.xla_stats_monitor": (OUT, _HARDWARE),
     f"{_PL}.core.decorators": (REFUSED, "parameter_validation was removed in Lightning 1.7: "
-                               "Lightning moves the model itself"),
+                               "Lightning moves the model itself. Fix: drop the decorator"),
     f"{_PL}.core.grads": (REFUSED, "the GradInformation mixin (self.grad_norm) was removed in "
                           "Lightning 1.5. Fix: from pytorch_lightning.utilities import grad_norm;"
                           " grad_norm(self, norm_type=2)"),
@@ -133,8 +133,9 @@ MODULE_RULES: dict[str, tuple[str, str]] = {
     f"{_PL}.strategies.dp": (REFUSED, "DataParallel (dp) was removed in Lightning 2.0. Fix: "
                              "Trainer(accelerator='gpu', devices=N, strategy='ddp')"),
     f"{_PL}.strategies.ddp_spawn": (REFUSED, "DDPSpawnStrategy became DDPStrategy(start_method="
-                                    "'spawn') in Lightning 2.0; ddpkit.lightning provides "
-                                    "DDPSpawnStrategy itself"),
+                                    "'spawn') in Lightning 2.0 (ddpkit.lightning provides "
+                                    "DDPSpawnStrategy itself). Fix: DDPStrategy(start_method="
+                                    "'spawn')"),
     f"{_PL}.strategies.fully_sharded_native": (OUT, _SHARDED),
     f"{_PL}.strategies.ipu": (OUT, _HARDWARE),
     f"{_PL}.strategies.tpu_spawn": (OUT, _HARDWARE),

@@ -186,6 +186,7 @@ PROVIDED: dict[str, str] = {
 #: Lightning 2.x's object → ddpkit's, wherever a 1.x path reaches it (1.x modules re-exported
 #: ``Trainer`` and ``LightningModule`` from a dozen places: each is ddpkit's one).
 SUBSTITUTES: dict[str, str] = {
+    f"{_PL}.callbacks.callback:Callback": "ddpkit.lightning._callback:Callback",
     f"{_PL}.trainer.trainer:Trainer": _TRAINER,
     f"{_PL}.core.module:LightningModule": _MODULE,
     f"{_PL}.core.datamodule:LightningDataModule": _DATAMODULE,
