@@ -306,7 +306,6 @@ def test_num_nodes_multiplies_world_size(machine: Machine) -> None:
 @pytest.mark.parametrize(
     ("flags", "pattern"),
     [
-        ({"devices": 2, "num_processes": 3}, r"devices=2 and num_processes=3 disagree"),
         ({"accelerator": "cpu", "devices": [0, 1]}, r"devices=\[0, 1\] lists GPU ids.*devices=2"),
         ({"accelerator": "cpu", "devices": 0}, r"devices=0 asks for 0 CPU processes"),
         ({"num_processes": 0}, r"num_processes=0 must be an int from 1 to 1024"),
@@ -329,6 +328,23 @@ def test_bad_flags_name_the_values(machine: Machine, flags: dict[str, Any], patt
         Trainer(**flags)
 
 
+@pytest.mark.parametrize(
+    ("flags", "gpus", "count"),
+    [({"devices": 2, "num_processes": 3}, 0, 3), ({"devices": 1, "gpus": 2}, 2, 2)],
+)
+def test_a_1x_device_count_beside_devices_wins_with_a_warning(
+    machine: Machine, flags: dict[str, Any], gpus: int, count: int
+) -> None:
+    """Lightning 1.6 (trainer/connectors/accelerator_connector.py, 1.6.5 lines 456-461, where
+    devices met num_processes or gpus): the device-specific flag was used and devices ignored,
+    with a warning. A 1.x script's parser default (devices=1) beside --num_processes 2 ran so."""
+    machine(gpus=gpus)
+    with pytest.warns(DDPKitWarning, match=rf"devices={flags['devices']} is ignored; the device "
+                      r"count of (num_processes|gpus) is used, as Lightning 1\.6 did"):  # fmt: skip
+        trainer = Trainer(**flags)
+    assert trainer.world_size == count
+
+
 @pytest.mark.parametrize("name", ["dp", "ddp2", "horovod", "tpu"])
 @pytest.mark.parametrize("flag", ["accelerator", "strategy"])
 def test_unsupported_names_say_what_ddpkit_supports(machine: Machine, flag: str, name: str) -> None:
@@ -342,7 +358,6 @@ def test_unsupported_names_say_what_ddpkit_supports(machine: Machine, flag: str,
     [
         ({"accelerator": "gpu", "devices": 3}, r"devices=3 asks for 3 GPUs.*device_count\(\) = 2"),
         ({"gpus": [2]}, r"gpus=\[2\] names GPU 2.*ids 0..1"),
-        ({"devices": 2, "gpus": 1}, r"devices=2 and gpus=1 disagree"),
         ({"gpus": 2, "num_processes": 2}, r"num_processes=2 counts CPU processes"),
     ],
 )

@@ -321,6 +321,11 @@ def _warnings(
                 deprecation=False,
             )
         )
+    if req.ignored_devices is not None:  # Lightning 1.6: the device-specific count wins
+        legacy = "num_processes" if req.accelerator == "cpu" else "gpus"
+        ignored = f"{req.ignored_devices.source} is ignored; the device count of {legacy} is used"
+        out.append(PlanWarning(f"{req.call}: {ignored}, as Lightning 1.6 did. Fix: pass only "
+                               f"one of them.", deprecation=False))  # fmt: skip
     return out
 
 

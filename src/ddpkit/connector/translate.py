@@ -56,6 +56,8 @@ class Request:
     devices: DeviceRequest | None
     num_processes: int | None  # legacy num_processes as given
     unused_gpus: DeviceRequest | None  # gpus given with a CPU accelerator
+    #: devices given beside a 1.x device count that says otherwise (1.6: the count wins)
+    ignored_devices: DeviceRequest | None
     num_nodes: int | None
     num_nodes_source: str
     environment_instance: ClusterEnvironment | None
@@ -144,7 +146,8 @@ def _plugin_devices(call: str, instance: TrainingTypePlugin | None, source: str)
 
 
 def _devices(call: str, flags: Flags, acc: _Accelerator, tt: Any) -> tuple[Any, ...]:
-    """(accelerator name, its source, devices, unused gpus, legacy count given)."""
+    """(accelerator name, its source, devices, unused gpus, legacy count given, devices that
+    a legacy count overrides)."""
     devices = parse_device_spelling(call, "devices", flags.devices)
     gpus = parse_device_spelling(call, "gpus", flags.gpus)
     nproc_count = _count_flag(call, "num_processes", flags.num_processes, MAX_PROCESSES_PER_NODE)
@@ -171,13 +174,18 @@ def _devices(call: str, flags: Flags, acc: _Accelerator, tt: Any) -> tuple[Any, 
             f"{call}: {nproc.source} counts CPU processes, but the accelerator is GPU "
             f"({acc_source}). Fix: drop num_processes and pass devices=<GPUs per node>."
         )
+    ignored = None
+    if devices is not None and legacy is not None and not devices.same_as(legacy):
+        # Lightning 1.6 ran the device-specific flag and warned that devices was ignored (a
+        # script's parser default devices=1 beside --num_processes 2 is 1.x code that ran).
+        ignored, devices = devices, None
     for other in (legacy, tt):
         if devices is not None and other is not None and not devices.same_as(other):
             raise MisconfigurationError(
                 f"{call}: {devices.source} and {other.source} disagree. Fix: pass only one of them."
             )
         devices = devices or other
-    return accelerator, acc_source, devices, unused, legacy is not None
+    return accelerator, acc_source, devices, unused, legacy is not None, ignored
 
 
 def _num_nodes(call: str, flags: Flags, instance: TrainingTypePlugin | None, source: str) -> Any:
@@ -265,7 +273,7 @@ def translate(flags: Flags) -> Request:
     plugins = sort_plugins(call, flags, acc.instance)
     tt = training_type_from(call, plugins, acc.legacy_tt, acc.source)
     instance = tt.instance
-    accelerator, acc_source, devices, unused, legacy_count = _devices(
+    accelerator, acc_source, devices, unused, legacy_count, ignored = _devices(
         call, flags, acc, _plugin_devices(call, instance, tt.source)
     )
     num_nodes, nodes_source = _num_nodes(call, flags, instance, tt.source)
@@ -294,6 +302,7 @@ def translate(flags: Flags) -> Request:
         devices=devices,
         num_processes=flags.num_processes,
         unused_gpus=unused,
+        ignored_devices=ignored,
         num_nodes=num_nodes,
         num_nodes_source=nodes_source,
         environment_instance=environment,

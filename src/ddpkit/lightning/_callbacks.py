@@ -28,9 +28,9 @@ class GradNormLogger(pl.Callback):
         norms = grad_norm(pl_module, norm_type=self.norm_type)
         if not norms:
             return
-        hook = defined(pl_module, "log_grad_norm", pl.LightningModule)
-        if hook is not None:  # 1.4–1.9's hook: the module logs them itself
-            pl_module.log_grad_norm(norms)
+        module: Any = pl_module
+        if defined(module, "log_grad_norm", pl.LightningModule) is not None:
+            module.log_grad_norm(norms)  # 1.4–1.9's hook: the module logs them itself
         else:
             pl_module.log_dict(norms, on_step=True, on_epoch=True)
 

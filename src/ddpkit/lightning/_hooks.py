@@ -287,6 +287,19 @@ def _one_optimizer_without_index(installed: _Installed, state: Stage, model: Any
         installed.set(model, "configure_optimizers", redirect)
 
 
+def _prepared(r: Redirect) -> None:
+    """``prepare_data`` in a spawned rank: the launching process ran it (1.x's ddp_spawn)."""
+
+
+def _prepare_before_spawn(installed: _Installed, state: Stage, owned: list[Any]) -> None:
+    """Lightning 1.0–1.5 ran ``prepare_data`` in the launching process, then spawned the ranks:
+    what it set on the module or data module reached every rank, and no rank ran it again."""
+    for _, obj, base in owned:
+        if defined(obj, "prepare_data", base) is not None:
+            obj.prepare_data()
+            installed.set(obj, "prepare_data", Redirect(obj, "prepare_data", _prepared, state))
+
+
 def _progress_bar(installed: _Installed, state: Stage, model: Any) -> None:
     """A 1.x ``get_progress_bar_dict`` override: the bar shows what it returns."""
     bar = state.trainer.progress_bar_callback
@@ -296,10 +309,16 @@ def _progress_bar(installed: _Installed, state: Stage, model: Any) -> None:
 
 @contextlib.contextmanager
 def one_x_hooks(
-    trainer: pl.Trainer, stage: str, model: Any, datamodule: Any, callbacks: list[Any]
+    trainer: pl.Trainer,
+    stage: str,
+    model: Any,
+    datamodule: Any,
+    callbacks: list[Any],
+    spawn_1x: bool = False,
 ) -> Iterator[Stage]:
     """For one stage: what :mod:`ddpkit.lightning._adapters` provides, installed (see the
-    module), then :func:`check_hooks`; undone when the stage ends."""
+    module), then :func:`check_hooks`; undone when the stage ends. ``spawn_1x``: 1.x device
+    flags resolved to spawned ranks (``prepare_data`` runs here first, as 1.0–1.5's did)."""
     installed, state = _Installed(), Stage(trainer)
     users = [c for c in callbacks if isinstance(c, pl.Callback)]
     state.callbacks = users
@@ -321,6 +340,8 @@ def one_x_hooks(
                 _one_optimizer_without_index(installed, state, model)
         _loaders(installed, state, stage, owned)
         check_hooks(model, users, datamodule)
+        if spawn_1x:
+            _prepare_before_spawn(installed, state, owned)
         callbacks.insert(0, first)
         callbacks.append(last)
         yield state

@@ -22,6 +22,7 @@ from pytorch_lightning.core.optimizer import LightningOptimizer
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning import _surface
+from ddpkit.lightning._checkpoints import weights_only_for
 
 __all__ = ["LightningModule", "Of2x", "auto_move_data", "one_x_precision"]
 
@@ -97,6 +98,36 @@ MODULE_HOOKS_1X = {
 
 class LightningModule(pl.LightningModule, metaclass=Of2x):
     """Lightning 2.x's ``LightningModule`` with Lightning 1.x's members (see the module)."""
+
+    # TorchScript leaves alone the properties 1.x's module had besides 2.x's (to_torchscript)
+    __jit_unused_properties__: list[str] = [  # noqa: RUF012  (torch reads it)
+        *pl.LightningModule.__jit_unused_properties__,
+        "datamodule",
+        "precision",
+        "use_amp",
+        "use_ddp",
+        "use_dp",
+        "use_ddp2",
+        "use_tpu",
+        "model_size",
+    ]
+
+    @classmethod
+    def load_from_checkpoint(
+        cls,
+        checkpoint_path: Any,
+        map_location: Any = None,
+        hparams_file: Any = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Lightning's; as in 1.x, also called on an instance (it returns a new module), and a
+        checkpoint this run wrote loads whole (``ddpkit.lightning._checkpoints``)."""
+        load = vars(pl.LightningModule)["load_from_checkpoint"]
+        method = getattr(load, "method", None) or load.__func__
+        only = weights_only_for(checkpoint_path, weights_only)
+        return method(cls, checkpoint_path, map_location, hparams_file, strict, only, **kwargs)
 
     # -- 1.x keywords of calls that 2.x still has -----------------------------------------
 

@@ -16,6 +16,7 @@ from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning import _arguments as arguments
 from ddpkit.lightning._adapters import init_hooks
+from ddpkit.lightning._checkpoints import trust, trust_trainer, weights_only_for
 from ddpkit.lightning._epoch_end import epoch_end_hooks
 from ddpkit.lightning._hooks import one_optimizer_1x_hooks, one_x_hooks
 from ddpkit.lightning._keywords import Rewrite
@@ -65,6 +66,22 @@ def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
     callbacks: list[Any] = trainer.callbacks  # type: ignore[attr-defined]
     callbacks.insert(0, RestartState(kept=kept))
     trainer._checkpoint_connector = RestartConnector(trainer)
+
+
+def _loading(bound: dict[str, Any]) -> dict[str, Any]:
+    """The stage's keywords, with ``weights_only`` for its ``ckpt_path`` (``_checkpoints``)."""
+    if "weights_only" in bound or bound.get("ckpt_path") is not None:
+        bound["weights_only"] = weights_only_for(bound.get("ckpt_path"), bound.get("weights_only"))
+    return bound
+
+
+@contextlib.contextmanager
+def _trusting(trainer: pl.Trainer) -> Iterator[None]:
+    """After a stage, the checkpoints its ModelCheckpoint callbacks wrote load back whole."""
+    try:
+        yield
+    finally:
+        trust_trainer(trainer)
 
 
 class Trainer(OneXAttributes, pl.Trainer):
@@ -168,19 +185,24 @@ class Trainer(OneXAttributes, pl.Trainer):
         with self._stage("fit", args, kwargs) as bound:
             if bound.get("ckpt_path") is None and self._rewrite.resume_from_checkpoint is not None:
                 bound["ckpt_path"] = self._rewrite.resume_from_checkpoint
-            super().fit(**bound)
+            super().fit(**_loading(bound))
 
     def validate(self, *args: Any, **kwargs: Any) -> Any:
         with self._stage("validate", args, kwargs) as bound:
-            return super().validate(**bound)
+            return super().validate(**_loading(bound))
 
     def test(self, *args: Any, **kwargs: Any) -> Any:
         with self._stage("test", args, kwargs) as bound:
-            return super().test(**bound)
+            return super().test(**_loading(bound))
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         with self._stage("predict", args, kwargs) as bound:
-            return super().predict(**bound)
+            return super().predict(**_loading(bound))
+
+    def save_checkpoint(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
+        """Lightning's; a checkpoint written so loads back whole (``_checkpoints``)."""
+        super().save_checkpoint(filepath, *args, **kwargs)
+        trust(filepath)
 
     @contextlib.contextmanager
     def _stage(
@@ -213,11 +235,16 @@ class Trainer(OneXAttributes, pl.Trainer):
         given = [v for v in bound.values() if isinstance(v, pl.LightningDataModule)]
         datamodule = given[0] if given else self.datamodule
         with (
+            _trusting(self),
             epoch_end_hooks(stage, model, callbacks),
             multi_optimizer_stage(self, model) if multi else one_optimizer_1x_hooks(self, model),
-            one_x_hooks(self, stage, model, datamodule, callbacks),
+            one_x_hooks(self, stage, model, datamodule, callbacks, spawn_1x=self._spawns_1x()),
         ):
             yield bound
+
+    def _spawns_1x(self) -> bool:
+        """1.x device flags that resolved to spawned ranks (1.x's ``ddp_spawn``)."""
+        return self.plan is not None and self.plan.launcher.value == "spawn"
 
     def _manual_optimization(self, model: Any) -> None:
         """1.1–1.2's ``Trainer(automatic_optimization=False)``: the module's switch, which 1.x's
