@@ -282,7 +282,7 @@ ROWS: dict[str, Row] = {
             annotation=bool | str),
         Row("auto_scale_batch_size", "2.0", "False, True, 'power' or 'binsearch'",
             lambda v: _bool(v) or v in ("power", "binsearch"), _scale, True, default=False,
-            annotation=str | bool),
+            annotation=bool | str),  # bool first: a CLI's "ON" / "No" parse as 1.x parsed them
         # Kept by Lightning 2.x, with some 1.x values removed (check: a 1.x-only value).
         Row("accumulate_grad_batches", "2.0", "an int ≥ 1, a {epoch: factor} schedule or None",
             _schedule, _accumulate, {0: 1, 4: 2}, default=None, kept=True,  # 1.5–1.9's default

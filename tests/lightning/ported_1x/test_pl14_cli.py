@@ -66,13 +66,6 @@ except ImportError:  # a private flag of 1.4
 
     _TORCHVISION_AVAILABLE = importlib.util.find_spec("torchvision") is not None
 
-# Lightning 1.4 parsed a `Union[str, bool]` keyword's "ON" / "No" / "FALSE" as a bool; with the
-# jsonargparse installed here (4.5x), Lightning 1.9.5's own LightningArgumentParser keeps them as
-# the strings too (checked with PYTHONPATH=/tmp/pl19): a jsonargparse change, not ddpkit's.
-JSONARGPARSE_BOOL = pytest.mark.skip(
-    reason="jsonargparse today keeps 'ON'/'No'/'FALSE' of auto_scale_batch_size (Union[str, bool]) a "
-    "str; Lightning 1.9.5's own LightningArgumentParser does the same with it"
-)
 MAX_STEPS_DEFAULT = pytest.mark.skip(
     reason="max_steps' default became -1 in Lightning 1.5 (1.9.5 parses -1 too); docs/lightning.md "
     "maps max_steps=None onto -1"
@@ -160,22 +153,18 @@ def test_add_argparse_args_redefined_error(cli_args, monkeypatch):
         pytest.param(
             "--auto_lr_find any_string --auto_scale_batch_size ON",
             dict(auto_lr_find="any_string", auto_scale_batch_size=True),
-            marks=JSONARGPARSE_BOOL,
         ),
         pytest.param(
             "--auto_lr_find=Yes --auto_scale_batch_size=On",
             dict(auto_lr_find=True, auto_scale_batch_size=True),
-            marks=JSONARGPARSE_BOOL,
         ),
         pytest.param(
             "--auto_lr_find Off --auto_scale_batch_size No",
             dict(auto_lr_find=False, auto_scale_batch_size=False),
-            marks=JSONARGPARSE_BOOL,
         ),
         pytest.param(
             "--auto_lr_find TRUE --auto_scale_batch_size FALSE",
             dict(auto_lr_find=True, auto_scale_batch_size=False),
-            marks=JSONARGPARSE_BOOL,
         ),
         ("--tpu_cores=8", dict(tpu_cores=8)),
         ("--tpu_cores=1,", dict(tpu_cores="1,")),
