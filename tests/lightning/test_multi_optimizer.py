@@ -183,3 +183,36 @@ def test_find_unused_parameters_false_is_named_when_it_is_overridden() -> None:
             assert trainer.strategy._ddp_kwargs["find_unused_parameters"] is True
     assert any("find_unused_parameters=True, 1.x's default" in str(w.message) for w in caught)
     assert trainer.strategy._ddp_kwargs.get("find_unused_parameters", False) is False
+
+
+class _ClassRefuses(pl.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.g, self.d = nn.Linear(2, 2), nn.Linear(2, 1)
+
+    def training_step(self, batch: Any, batch_idx: int, optimizer_idx: int) -> torch.Tensor:
+        return (self.g if optimizer_idx == 0 else self.d)(batch[0]).sum()
+
+    def configure_optimizers(self) -> Any:
+        raise AssertionError("the configure_optimizers assigned on the instance is the one")
+
+
+def test_a_configure_optimizers_assigned_on_the_instance_is_the_one_used(tmp_path: Path) -> None:
+    """1.x called model.configure_optimizers(), the instance's when it had one (LightningCLI's
+    add_configure_optimizers_method_to_model assigns one); it is kept after the fit."""
+    model = _ClassRefuses()
+
+    def own() -> list[torch.optim.Optimizer]:
+        return [
+            torch.optim.SGD(model.g.parameters(), lr=0.1),
+            torch.optim.Adam(model.d.parameters()),
+        ]
+
+    model.configure_optimizers = own  # type: ignore[method-assign]
+    trainer = Trainer(max_steps=2, logger=False, enable_checkpointing=False,
+                      enable_progress_bar=False, default_root_dir=tmp_path)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DDPKitDeprecationWarning)  # 1.x's spelling: not tested here
+        trainer.fit(model, DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2))
+    assert [type(o).__name__ for o in trainer.optimizers] == ["SGD", "Adam"]
+    assert model.configure_optimizers is own

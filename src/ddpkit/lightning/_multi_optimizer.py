@@ -96,13 +96,18 @@ class OneXOptimization:
         #: optimizer index → the outputs of its passes this epoch (kept for training_epoch_end)
         self.epoch_outputs: dict[int, list[Any]] = {}
         self.keep_outputs = callable(getattr(type(module), "training_epoch_end", None))
+        #: a configure_optimizers the instance holds (assigned by LightningCLI, or the user)
+        self.own_configure: Any = vars(module).get("configure_optimizers")
 
     # -- configure_optimizers ------------------------------------------------------------------
 
     def configure_optimizers(self) -> Any:
         """The module's, with 1.x's ``frequency`` keys kept here and the schedulers parsed as
         automatic optimization parses them; Lightning's manual parser gets the bare objects."""
-        conf: Any = type(self.module).configure_optimizers(self.module)
+        own = self.own_configure  # one assigned on the instance (LightningCLI's) wins, as in 1.x
+        conf: Any = (
+            own() if own is not None else type(self.module).configure_optimizers(self.module)
+        )
         if isinstance(conf, list | tuple) and conf and all(isinstance(d, dict) for d in conf):
             self.frequencies = [d["frequency"] for d in conf if d.get("frequency") is not None]
             conf = [{k: v for k, v in d.items() if k != "frequency"} for d in conf]
@@ -358,6 +363,8 @@ def multi_optimizer_stage(trainer: pl.Trainer, model: Any) -> Iterator[None]:
         model.automatic_optimization = True
         for name in ("training_step", "configure_optimizers"):
             vars(model).pop(name, None)
+        if state.own_configure is not None:
+            model.configure_optimizers = state.own_configure
         loop.__dict__.pop("_update_learning_rates", None)
         if strategy is not None:
             strategy._ddp_kwargs["find_unused_parameters"] = unused
