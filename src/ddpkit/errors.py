@@ -48,6 +48,17 @@ __all__ = [
 class DDPKitError(Exception):
     """Base of every error ddpkit raises."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook (a notebook, an IPython shell): the traceback as a script's uncaught
+        error prints it, library frames folded, not IPython's page of every frame's source."""
+        from ddpkit.tracebacks import fold, fold_hint, verbose
+
+        if verbose():
+            raise NotImplementedError  # IPython then shows its own, whole
+        shown = fold(self, keep_all=False)
+        text = shown.text + (fold_hint() if shown.folded and fold_hint() not in shown.text else "")
+        return text.rstrip("\n").splitlines()
+
 
 class MisconfigurationError(DDPKitError, ValueError):
     """The Trainer flags contradict each other or the machine."""

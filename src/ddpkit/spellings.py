@@ -65,4 +65,15 @@ TRAINING_TYPES: dict[str, TrainingTypeEntry] = {
     "ddp_spawn_find_unused_parameters_true": TrainingTypeEntry(
         "ddp_spawn", {"find_unused_parameters": True}
     ),
+    # Lightning 2.x's names for forked ranks, the way to DDP from a notebook (ddpkit's fork
+    # launcher: docs/notebooks.md)
+    **{
+        f"{name}{suffix}": TrainingTypeEntry("ddp_spawn", {"start_method": "fork", **extra})
+        for name in ("ddp_fork", "ddp_notebook")
+        for suffix, extra in (
+            ("", {}),
+            ("_find_unused_parameters_false", {"find_unused_parameters": False}),
+            ("_find_unused_parameters_true", {"find_unused_parameters": True}),
+        )
+    },
 }

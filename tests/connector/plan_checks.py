@@ -33,6 +33,8 @@ def assert_plan_is_what_runs(connector: AcceleratorConnector) -> None:
     else:
         assert env.name == plan.environment.value
     launcher = _LAUNCHERS[type(built.launcher)]
+    if launcher == "spawn" and tt.start_method == "fork":  # type: ignore[attr-defined]
+        launcher = "fork"  # the spawn launcher forks its ranks (ddp_notebook)
     assert launcher == (plan.launcher.value if plan.launcher.value != "external" else "none")
     for key, value in plan.training_type_options.items():
         assert getattr(tt, key) == value, (key, getattr(tt, key), value)

@@ -227,15 +227,35 @@ def test_fast_dev_run_does_not_change_the_training_type(machine: Any) -> None:
     assert type(quick.training_type_plugin) is type(plain.training_type_plugin) is DDPSpawnPlugin
 
 
-def test_interactive_session_with_subprocess_ddp_is_refused_at_construction() -> None:
+def test_interactive_session_forks_an_unnamed_launcher_and_refuses_named_subprocess_ddp() -> None:
+    """docs/notebooks.md: the device count's default launcher and 1.x's ddp_cpu default become
+    the fork launcher, with one line; a named ``ddp`` is refused, naming ddp_notebook; a named
+    ``ddp_spawn`` is kept (its launcher checks what it pickles)."""
     probe = make_probe(interactive=True)
+    for flags in (
+        {"accelerator": "cpu", "devices": 2},
+        {"accelerator": "ddp_cpu", "num_processes": 2},
+        {"num_processes": 2},
+        {"accelerator": "cpu", "devices": 2, "strategy": "ddp_notebook"},
+        {"accelerator": "cpu", "devices": 2, "strategy": "ddp_fork"},
+    ):
+        connector = connect(probe, **flags)
+        plan = connector.plan
+        assert (plan.training_type.value, plan.launcher.value) == ("ddp_spawn", "fork"), flags
+        assert connector.built.training_type.start_method == "fork"  # type: ignore[attr-defined]
+        notes = [w.message for w in plan.warnings if "interactive session" in w.message]
+        assert len(notes) == (0 if "strategy" in flags else 1), (flags, notes)
+        assert_plan_is_what_runs(connector)
     with pytest.raises(MisconfigurationError) as err:
-        resolve(Flags.of(accelerator="cpu", devices=2), probe)
+        resolve(Flags.of(accelerator="cpu", devices=2, strategy="ddp"), probe)
     assert str(err.value).startswith(
-        "Trainer(accelerator='cpu', devices=2): DDP re-runs the script"
+        "Trainer(accelerator='cpu', devices=2, strategy='ddp'): DDP re-runs the script"
     )
-    assert "Fix: run the code from a script" in str(err.value)
-    assert resolve(Flags.of(accelerator="cpu", devices=2, strategy="ddp_spawn"), probe)
+    assert "Fix: strategy='ddp_notebook'" in str(err.value)
+    spawn = resolve(Flags.of(accelerator="cpu", devices=2, strategy="ddp_spawn"), probe)
+    assert spawn.launcher.value == "spawn"
+    script = resolve(Flags.of(accelerator="cpu", devices=2, strategy="ddp_notebook"), make_probe())
+    assert script.launcher.value == "fork"  # asked for by name: a script forks too
 
 
 def test_pl_torch_distributed_backend_is_honoured() -> None:

@@ -303,8 +303,8 @@ def test_a_modern_call_goes_to_lightning_unchanged() -> None:
             r"accelerator='gpu', devices=2, and keep strategy=DDPStrategy\(\.\.\.\)\.",
         ),
         (
-            {"num_processes": 2, "strategy": "ddp_fork"},
-            r"strategy='ddp_fork' is Lightning 2\.x's own.*accelerator='cpu', devices=2, and keep",
+            {"num_processes": 2, "strategy": "fsdp"},
+            r"strategy='fsdp' is Lightning 2\.x's own.*accelerator='cpu', devices=2, and keep",
         ),
         (
             {"num_processes": 2, "plugins": [pl.plugins.MixedPrecision("bf16-mixed", "cpu")]},

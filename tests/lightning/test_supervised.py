@@ -118,7 +118,7 @@ def test_a_call_in_lightnings_own_spelling_is_left_to_lightning() -> None:
 def test_a_start_method_ddpkit_does_not_have_is_refused() -> None:
     with pytest.raises(
         MisconfigurationError,
-        match=r"SupervisedDDPStrategy\(start_method='fork'\): ddpkit starts ranks with 'popen', "
-        r"'spawn', 'forkserver'",
+        match=r"SupervisedDDPStrategy\(start_method='thread'\): ddpkit starts ranks with "
+        r"'popen', 'spawn', 'fork', 'forkserver'",
     ):
-        SupervisedDDPStrategy(start_method="fork")
+        SupervisedDDPStrategy(start_method="thread")

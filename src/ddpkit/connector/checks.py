@@ -11,7 +11,6 @@ from ddpkit.utilities.suggest import choices, did_you_mean
 __all__ = [
     "check_backend",
     "check_gpu_available",
-    "check_interactive",
     "check_precision",
     "check_world_size",
 ]
@@ -42,17 +41,6 @@ def check_world_size(call: str, processes_per_node: int, num_nodes: int) -> int:
             f"ranks, more than ddpkit runs ({MAX_WORLD_SIZE}). Fix: check num_nodes and devices."
         )
     return world_size
-
-
-def check_interactive(call: str, launcher: str, interactive: bool) -> None:
-    """Subprocess DDP re-runs the script: there must be one (1.x refused this at construction)."""
-    if interactive and launcher == "subprocess":
-        raise MisconfigurationError(
-            f"{call}: DDP re-runs the script for the other ranks, but this session has no "
-            f"script to re-run (an interactive shell, a notebook or `python -c`). Fix: run "
-            f"the code from a script (python train.py), or pass strategy='ddp_spawn' (spawned "
-            f"ranks; the model and data must then come from an importable module)."
-        )
 
 
 def check_backend(call: str, value: str, accelerator: str, source: str) -> None:

@@ -13,14 +13,15 @@ from typing import Any
 from ddpkit.connector.checks import (
     check_backend,
     check_gpu_available,
-    check_interactive,
     check_precision,
     check_world_size,
 )
 from ddpkit.connector.flags import Flags
-from ddpkit.connector.plan import Choice, Plan, PlanWarning
+from ddpkit.connector.interactive import FORK_REASON, interactive_launcher
+from ddpkit.connector.notes import plan_warnings
+from ddpkit.connector.plan import Choice, Plan
 from ddpkit.connector.probe import Probe
-from ddpkit.connector.spelling import ambiguity_message, legacy_word_message, modern_call
+from ddpkit.connector.spelling import modern_call
 from ddpkit.connector.translate import Request, translate
 from ddpkit.connector.types import (
     MAX_PROCESSES_PER_NODE,
@@ -34,7 +35,7 @@ from ddpkit.plugins.environments.kubeflow import KubeflowEnvironment
 from ddpkit.plugins.environments.local import RENDEZVOUS_VARIABLES, LocalEnvironment
 from ddpkit.plugins.environments.lsf import LSFEnvironment
 from ddpkit.plugins.environments.mpi import MPIEnvironment
-from ddpkit.plugins.environments.slurm import SLURMEnvironment, slurm_local_reason, srun_warning
+from ddpkit.plugins.environments.slurm import SLURMEnvironment, slurm_local_reason
 from ddpkit.plugins.environments.torchelastic import TorchElasticEnvironment
 
 __all__ = [
@@ -249,12 +250,16 @@ def choose_training_type(
 
 
 def choose_launcher(
-    training_type: Choice[TrainingTypeName], external: bool, environment: Choice[str]
+    training_type: Choice[TrainingTypeName], external: bool, environment: Choice[str], req: Request
 ) -> Choice[LauncherName]:
+    fork = "fork" in (req.training_type_options.get("start_method"),
+                      getattr(req.training_type_instance, "start_method", None))  # fmt: skip
     if training_type.value in ("single_device", "custom"):
         return Choice("none", "one process: nothing to start")
     if external:
         return Choice("external", f"{environment.value} started every rank: ddpkit starts none")
+    if training_type.value == "ddp_spawn" and fork:
+        return Choice("fork", FORK_REASON)
     if training_type.value == "ddp_spawn":
         return Choice("spawn", "ddp_spawn: torch.multiprocessing spawns every rank")
     return Choice(
@@ -298,37 +303,6 @@ def _options(req: Request, training_type: str, backend: str | None) -> dict[str,
     return options
 
 
-def _warnings(
-    req: Request, plan: dict[str, Any], ambiguous: bool, probe: Probe
-) -> list[PlanWarning]:
-    out: list[PlanWarning] = []
-    acc, devs, nodes = plan["accelerator"].value, plan["devices"].value, plan["num_nodes"].value
-    if ambiguous:
-        out.append(PlanWarning(ambiguity_message(req, acc, devs, nodes, plan["options"])))
-    elif req.legacy_words:
-        out.append(PlanWarning(legacy_word_message(req, plan["modern_call"])))
-    world_size = len(devs) * nodes
-    if plan["environment"].value == "local":
-        srun = srun_warning(req.call, probe.env, world_size)
-        if srun is not None:
-            out.append(PlanWarning(srun, deprecation=False))
-    if req.unused_gpus is not None:
-        out.append(
-            PlanWarning(
-                f"{req.call}: {req.unused_gpus.source} is ignored because the accelerator is CPU "
-                f"({req.accelerator_source}); GPUs will not be used. Fix: drop "
-                f"{req.unused_gpus.source}, or pass accelerator='gpu'.",
-                deprecation=False,
-            )
-        )
-    if req.ignored_devices is not None:  # Lightning 1.6: the device-specific count wins
-        legacy = "num_processes" if req.accelerator == "cpu" else "gpus"
-        ignored = f"{req.ignored_devices.source} is ignored; the device count of {legacy} is used"
-        out.append(PlanWarning(f"{req.call}: {ignored}, as Lightning 1.6 did. Fix: pass only "
-                               f"one of them.", deprecation=False))  # fmt: skip
-    return out
-
-
 def resolve(flags: Flags, probe: Probe) -> Plan:
     """Decide everything. Pure: the same flags and probe always give the same plan."""
     req = translate(flags)
@@ -344,10 +318,15 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     training_type, ambiguous = choose_training_type(
         req, world_size, environment, external, devices, len(devices.value)
     )
-    launcher = choose_launcher(training_type, external, environment)
-    check_interactive(req.call, launcher.value, probe.interactive)
+    launcher = choose_launcher(training_type, external, environment, req)
+    training_type, launcher, notebook = interactive_launcher(
+        req, training_type, launcher, probe.interactive
+    )
     backend = choose_backend(req, training_type, accelerator.value, probe.env)
     options = _options(req, training_type.value, backend.value)
+    if notebook is not None:
+        ambiguous = False  # the notebook's line says what runs instead of the 1.x default
+        options["start_method"] = "fork"
     check_precision(req.call, req.precision, accelerator.value)
     modern = modern_call(
         req, accelerator.value, devices.value, num_nodes, training_type.value, options
@@ -376,7 +355,7 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
         precision=Choice(req.precision, _precision_reason(req)),  # type: ignore[arg-type]
         sync_batchnorm=Choice(req.sync_batchnorm, req.sync_batchnorm_source),
         modern_call=modern,
-        warnings=tuple(_warnings(req, decided, ambiguous, probe)),
+        warnings=plan_warnings(req, decided, ambiguous, probe, notebook),
         accelerator_instance=req.accelerator_instance,
         training_type_instance=instance,
         copies_instance=copies,

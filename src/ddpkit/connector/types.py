@@ -18,9 +18,9 @@ __all__ = [
 AcceleratorName = Literal["cpu", "gpu"]
 #: how ranks cooperate; "custom" is a user's TrainingTypePlugin subclass (one process)
 TrainingTypeName = Literal["single_device", "ddp", "ddp_spawn", "custom"]
-#: who starts the ranks: nobody (one process), ddpkit's subprocess or spawn launcher, or the
-#: launcher that started this process (torchrun, srun, the process that started this rank)
-LauncherName = Literal["none", "subprocess", "spawn", "external"]
+#: who starts the ranks: nobody (one process), ddpkit's subprocess, spawn or fork launcher, or
+#: the launcher that started this process (torchrun, srun, the process that started this rank)
+LauncherName = Literal["none", "subprocess", "spawn", "fork", "external"]
 #: the numeric format
 PrecisionName = Literal["32-true", "64-true", "16-mixed", "bf16-mixed"]
 #: how a device spelling counts: a number, some ids, all visible, or the accelerator's default

@@ -16,7 +16,7 @@ def make_launcher(name: str, plugin: TrainingTypePlugin) -> Launcher | None:
     """The launcher the plan named; ``None`` when this process is the only one or an external
     launcher (torchrun, srun, the process that started this rank) started every rank. The plan
     only names a launcher its training type supports."""
-    if name == "spawn" and isinstance(plugin, DDPSpawnPlugin):
+    if name in ("spawn", "fork") and isinstance(plugin, DDPSpawnPlugin):
         return SpawnLauncher(plugin)
     if name == "subprocess" and isinstance(plugin, DDPPlugin):
         return SubprocessLauncher(plugin)

@@ -25,6 +25,12 @@ from typing import Any, TypeVar
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
+from ddpkit.launchers.fork import (
+    as_if_unpickled,
+    check_fork_safe,
+    in_forked_rank,
+    refuse_main_references,
+)
 from ddpkit.launchers.restart import run_attempts
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
@@ -91,9 +97,16 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 def _spawned_rank(
-    payload_file: str, env: dict[str, str], result_file: str, sock: Any, served: bool = False
+    payload: str | tuple[Any, ...],
+    env: dict[str, str],
+    result_file: str,
+    sock: Any,
+    served: bool = False,
 ) -> None:
-    """The body of each spawned rank (``served``: forked by the forkserver)."""
+    """The body of each spawned rank (``served``: forked by the forkserver). ``payload``: the
+    file of the pickled payload, or (a forked rank) the payload itself, inherited."""
+    if not isinstance(payload, str):
+        in_forked_rank()
     # A forkserver's rank is the server's child; the server ends when the launcher does.
     parent = os.getppid() if served else int(env[ENV_PARENT_PID])
     # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
@@ -108,7 +121,11 @@ def _spawned_rank(
     if env.get(ENV_FAULTHANDLER) and not faulthandler.is_enabled():
         faulthandler.enable(all_threads=True)
     try:
-        plugin, fn, args, parent_rng = pickle.loads(Path(payload_file).read_bytes())
+        if isinstance(payload, str):
+            plugin, fn, args, parent_rng = pickle.loads(Path(payload).read_bytes())
+        else:
+            plugin, fn, args, parent_rng = payload
+            as_if_unpickled(plugin)
         # Every rank starts from the launching process's generators (as Lightning's spawn
         # launcher does): the same run twice draws the same dropout masks, and so does a
         # restart, which then sets the checkpoint's states before its first epoch.
@@ -174,22 +191,36 @@ class SpawnLauncher(Launcher):
     parent: the handler sets a flag, the loop ends every rank (SIGTERM, SIGKILL after 3 s) and
     raises ``KeyboardInterrupt`` / ``SystemExit(143)``."""
 
-    name = "spawn"
     returns_to_parent = True
 
     def __init__(self, plugin: DDPSpawnPlugin) -> None:
         self.plugin = plugin
 
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """``"fork"`` when the ranks are forked (``ddp_notebook``), ``"spawn"`` otherwise."""
+        return "fork" if self.plugin.start_method == "fork" else "spawn"
+
     def launch(self, fn: Callable[..., R], *args: Any, max_restarts: int = 0) -> R:
-        check_main_guard()
+        forked = self.plugin.start_method == "fork"
+        if forked:
+            check_fork_safe("ddp_notebook (fork launcher)")
+        else:
+            check_main_guard()
         install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         env = launchable_environment(self.plugin)
-        payload = self._pickle(fn, args)
+        # A forked rank inherits the payload: nothing to pickle, nothing a notebook cell defined
+        # to import. A spawned rank unpickles it from a file.
+        payload: bytes | tuple[Any, ...] = (
+            (self.plugin, fn, args, rng.encode(rng.capture())) if forked else self._pickle(fn, args)
+        )
         # The parent does not train: a restart spawns every rank again, from the same payload.
         result: R = run_attempts(lambda a: self._once(env, payload, a), max_restarts)
         return result
 
-    def _once(self, env: ClusterEnvironment, payload: bytes, attempt: Attempt) -> Any:
+    def _once(
+        self, env: ClusterEnvironment, payload: bytes | tuple[Any, ...], attempt: Attempt
+    ) -> Any:
         """One attempt: its own directory, port, key and ranks, all gone when it returns."""
         # A launcher that was SIGKILLed could not remove its directory: the next launch does.
         sweep_stale_dirs()
@@ -207,7 +238,8 @@ class SpawnLauncher(Launcher):
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
             # child drains only after importing the main module (torch: seconds), so a payload
             # larger than the pipe (the data set) would start the ranks one by one.
-            write_private(tmpdir / "payload.pkl", payload)
+            if isinstance(payload, bytes):
+                write_private(tmpdir / "payload.pkl", payload)
             if self.plugin.node_rank == 0:
                 # Bound before any rank starts and handed open to rank 0's store: no window for
                 # another process to take the port, and a busy MASTER_PORT fails before a rank
@@ -218,7 +250,9 @@ class SpawnLauncher(Launcher):
                 key = job_key(self.plugin.all_ranks_local, env.env)
                 extra = {ENV_JOB_KEY: key, **attempt.env()}
                 start_in_lifetime_thread(
-                    lambda: self._start(handles, tmpdir, env.main_address(), port, host, extra)
+                    lambda: self._start(
+                        handles, tmpdir, payload, (env.main_address(), port), host, extra
+                    )
                 )
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
@@ -248,8 +282,8 @@ class SpawnLauncher(Launcher):
         self,
         handles: list[ProcessHandle],
         tmpdir: Path,
-        address: str,
-        port: int,
+        payload: bytes | tuple[Any, ...],
+        main: tuple[str, int],
         host: StoreHost | None,
         extra: dict[str, str],
     ) -> None:
@@ -261,8 +295,8 @@ class SpawnLauncher(Launcher):
                 # A rank's own variables only (it inherits this process's); the user's say on
                 # faulthandler is kept, rank_env switches it on otherwise.
                 {k: os.environ[k] for k in (ENV_FAULTHANDLER,) if k in os.environ},
-                main_address=address,
-                main_port=port,
+                main_address=main[0],
+                main_port=main[1],
                 world_size=self.plugin.world_size,
                 node_rank=node_rank,
                 local_rank=local_rank,
@@ -273,7 +307,7 @@ class SpawnLauncher(Launcher):
             proc = ctx.Process(
                 target=_spawned_rank,
                 args=(
-                    str(tmpdir / "payload.pkl"),
+                    str(tmpdir / "payload.pkl") if isinstance(payload, bytes) else payload,
                     child_env,
                     str(tmpdir / "result.pt"),
                     host.sock if (host is not None and rank == 0) else None,
@@ -302,13 +336,18 @@ class SpawnLauncher(Launcher):
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
         buffer = io.BytesIO()
+        payload = (self.plugin, fn, args, rng.encode(rng.capture()))
         try:
-            pickle.dump((self.plugin, fn, args, rng.encode(rng.capture())), buffer)
+            refuse_main_references(payload)
+            pickle.dump(payload, buffer)
+        except LaunchError:
+            raise
         except Exception as err:
             raise LaunchError(
                 f"ddp_spawn pickles the module, the data loaders and the trainer into every "
                 f"rank, and pickling failed: {type(err).__name__}: {err}. Fix: make them "
                 f"picklable (define classes and functions at module level, no lambdas or open "
-                f"files), or use strategy='ddp', which re-runs the script instead."
+                f"files), or use strategy='ddp', which re-runs the script instead (from a "
+                f"notebook: strategy='ddp_notebook', which forks the ranks)."
             ) from err
         return buffer.getvalue()

@@ -134,7 +134,7 @@ def _strategy(plan: Plan, built: Built, supervise: bool) -> tuple[Strategy, str 
     if not isinstance(plugin, DDPPlugin):  # the plan says ddp / ddp_spawn: the connector built one
         raise TypeError(f"the plan says {plan.training_type.value}, but the plugin is {plugin!r}")
     start_method = "popen"
-    if plan.launcher.value == "spawn" and isinstance(plugin, DDPSpawnPlugin):
+    if plan.launcher.value in ("spawn", "fork") and isinstance(plugin, DDPSpawnPlugin):
         start_method = plugin.start_method
     options = ddp_options(plugin)
     # The plan's backend (the plugin's, 1.x's PL_TORCH_DISTRIBUTED_BACKEND, the accelerator's),

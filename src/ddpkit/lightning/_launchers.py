@@ -153,7 +153,8 @@ class SpawnLauncher(_MultiProcessingLauncher):
 
     @property
     def is_interactive_compatible(self) -> bool:
-        return False  # spawned ranks import the main module: there must be one
+        # Spawned ranks import the main module: there must be one. Forked ranks need none.
+        return bool(self._start_method == "fork")
 
     def launch(
         self, function: Any, *args: Any, trainer: pl.Trainer | None = None, **kwargs: Any

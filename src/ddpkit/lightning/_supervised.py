@@ -45,7 +45,7 @@ from ddpkit.ranks.names import ENV_PARENT_PID
 __all__ = ["SupervisedDDPStrategy"]
 
 #: popen: DDPPlugin (the other ranks re-run the script); the others: DDPSpawnPlugin's
-_START_METHODS = ("popen", "spawn", "forkserver")
+_START_METHODS = ("popen", "spawn", "fork", "forkserver")
 
 
 class SupervisedDDPStrategy(DDPStrategy):

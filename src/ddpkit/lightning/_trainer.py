@@ -243,8 +243,9 @@ class Trainer(OneXAttributes, pl.Trainer):
             yield bound
 
     def _spawns_1x(self) -> bool:
-        """1.x device flags that resolved to spawned ranks (1.x's ``ddp_spawn``)."""
-        return self.plan is not None and self.plan.launcher.value == "spawn"
+        """1.x device flags that resolved to spawned ranks (1.x's ``ddp_spawn``; forked in a
+        notebook, where the parent's objects stay as they were all the same)."""
+        return self.plan is not None and self.plan.launcher.value in ("spawn", "fork")
 
     def _manual_optimization(self, model: Any) -> None:
         """1.1–1.2's ``Trainer(automatic_optimization=False)``: the module's switch, which 1.x's

@@ -157,6 +157,10 @@ def _device_message(plan: Plan, devices: LightningDevices) -> str:
     return message + "."
 
 
+#: Lightning 2.x's strategies of forked ranks, each with its find_unused_parameters variants
+_FORKED = ("ddp_notebook", "ddp_fork")
+
+
 def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
     """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one).
 
@@ -188,6 +192,8 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
     legacy = spelled or any(
         name in lightning and lightning[name] is None for name in _AUTO_DEVICE_KEYWORDS
     )
+    if supervise is None and str(lightning.get("strategy", "")).startswith(_FORKED):
+        supervise = True  # forked ranks (a notebook's): ddpkit's fork launcher supervises them
     if not legacy and not supervise:
         _check_device_names(lightning)
         return Translation(kwargs=lightning, rewrite=rewrite, deprecations=tuple(rewrite.messages))

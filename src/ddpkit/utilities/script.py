@@ -3,6 +3,7 @@ launcher, the spawn launcher's main-guard check)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["has_script"]
@@ -10,8 +11,10 @@ __all__ = ["has_script"]
 
 def has_script() -> bool:
     """True when this process runs a script (or a ``python -m`` module) that can be re-run;
-    False in an interactive shell, a notebook or ``python -c``."""
+    False in an interactive shell, a notebook, ``python -c`` or a script piped to ``python -``
+    (whose ``__file__`` is ``"<stdin>"``, no file)."""
     main = sys.modules.get("__main__")
     if hasattr(sys, "ps1") or bool(sys.flags.interactive):
         return False
-    return main is not None and bool(getattr(main, "__file__", None))
+    path = getattr(main, "__file__", None)
+    return bool(path) and os.path.isfile(str(path))

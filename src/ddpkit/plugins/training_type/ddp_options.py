@@ -36,7 +36,7 @@ MAX_TIMEOUT = datetime.timedelta(days=30)
 BACKENDS = ("gloo", "mpi", "nccl", "ucc")
 #: how DDPSpawnPlugin may start its ranks: spawn (a fresh interpreter each) or forkserver (forked
 #: from a server that imported torch once)
-START_METHODS = ("forkserver", "spawn")
+START_METHODS = ("fork", "forkserver", "spawn")
 # Set by DDPPlugin itself: from the rank's device, or by the named arguments.
 _OWN_DDP_ARGUMENTS = (
     "module",
