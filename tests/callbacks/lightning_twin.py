@@ -1,9 +1,12 @@
 """The same module, data, callbacks and logger under real Lightning 2.x and under ddpkit, and what
-each run leaves behind, in one comparable form (tests/callbacks/test_same_as_lightning.py).
+each run leaves behind, in one comparable form (tests/callbacks/test_same_as_lightning.py, the
+generated grid of tests/callbacks/test_grid_*.py).
 
-A *spec* says what the module logs and how it optimizes; :func:`run` builds the module on
-``pytorch_lightning.LightningModule`` or ``ddpkit.Module``, a recording logger and a watching
-callback on each library's base classes, runs the calls and returns :class:`Effects`.
+A *spec* says what the module logs and how it optimizes (tests/callbacks/twin_module.py);
+:func:`run` builds the module on ``pytorch_lightning.LightningModule`` or ``ddpkit.Module``, a
+recording logger and a watching callback on each library's base classes (tests/callbacks/
+twin_read.py), runs the calls and returns :class:`Effects`; tests/callbacks/twin_compare.py
+compares two of them.
 """
 
 from __future__ import annotations
@@ -17,10 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-from torch.nn import functional as F
-from torch.utils.data import DataLoader, TensorDataset
+import twin_read
+from twin_module import LOGS, data, twin_module
 
 import ddpkit
 import ddpkit.loggers
@@ -28,19 +29,9 @@ from ddpkit.callbacks import Callback
 
 pl = __import__("pytest").importorskip("pytorch_lightning", reason="no `lightning` extra")
 
-#: (hook, name, self.log keywords): what the module logs by default
-LOGS: list[tuple[str, str, dict[str, Any]]] = [
-    ("training_step", "loss", {}),
-    ("training_step", "train_acc", {"on_step": True, "on_epoch": True, "prog_bar": True}),
-    ("training_step", "hidden", {"logger": False, "on_epoch": True}),
-    ("validation_step", "val_loss", {"prog_bar": True}),
-    ("validation_step", "val_max", {"reduce_fx": "max"}),
-    ("on_validation_epoch_end", "val_epoch_end", {}),
-    ("on_train_epoch_end", "train_epoch_end", {}),
-    ("test_step", "test_loss", {}),
-    ("test_step", "test_quiet", {"logger": False}),
-]
+__all__ = ["CALLS", "LOGS", "Effects", "data", "pl", "run"]
 
+#: the trainer attributes read after the run
 ATTRIBUTES = (
     "current_epoch",
     "global_step",
@@ -79,6 +70,20 @@ ATTRIBUTES = (
     "interrupted",
 )
 
+#: every call a case may list: a Trainer method on the case's loaders, or
+#: ``fit_one_epoch`` (a new Trainer's fit with max_epochs=1, to resume from) and ``resume`` (a
+#: new Trainer's fit from the ModelCheckpoint's last file)
+CALLS = (
+    "fit",
+    "fit_one_epoch",
+    "resume",
+    "validate",
+    "validate_verbose",
+    "test",
+    "test_verbose",
+    "predict",
+)
+
 
 @dataclass
 class Effects:
@@ -89,150 +94,24 @@ class Effects:
     progress_bar_metrics: dict[str, float] = field(default_factory=dict)
     attributes: dict[str, Any] = field(default_factory=dict)
     state: tuple[Any, ...] = ()
+    weights: Any = None
     results: list[Any] = field(default_factory=list)
+    predictions: list[Any] = field(default_factory=list)
     rows: list[tuple[int | None, dict[str, float]]] = field(default_factory=list)
     hparams: list[dict[str, Any]] = field(default_factory=list)
     seen: list[tuple[Any, ...]] = field(default_factory=list)
+    stages: list[tuple[str, list[str]]] = field(default_factory=list)
+    """Each call, with the stages that started in it (twin_read.STAGE_STARTS)."""
     printed: str = ""
     info: list[str] = field(default_factory=list)
     checkpoint: dict[str, Any] = field(default_factory=dict)
+    """Every checkpoint file's contents, by its path (twin_read.checkpoint_contents)."""
     lrs: dict[str, list[float]] = field(default_factory=dict)
     callbacks: list[dict[str, Any]] = field(default_factory=list)
     """EarlyStopping's and ModelCheckpoint's state (file names without their folder)."""
-    error: str | None = None
-
-
-def _floats(metrics: Any) -> dict[str, float]:
-    # 4 decimals: ddpkit accumulates epoch means in float64, Lightning in float32
-    return {k: round(float(v), 4) for k, v in sorted(dict(metrics).items())}
-
-
-def recording_logger(base: type, store: Effects) -> Any:
-    class Recording(base):  # type: ignore[misc, valid-type]
-        @property
-        def name(self) -> str:
-            return "twin"
-
-        @property
-        def version(self) -> int:
-            return 0
-
-        def log_metrics(self, metrics: Any, step: Any = None) -> None:
-            store.rows.append((step, _floats(metrics)))
-
-        def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-            store.hparams.append(dict(vars(params) if hasattr(params, "__dict__") else params))
-
-    return Recording()
-
-
-WATCHED_HOOKS = (
-    "on_sanity_check_start",
-    "on_train_start",
-    "on_validation_start",
-    "on_validation_epoch_end",
-    "on_validation_end",
-    "on_train_epoch_end",
-    "on_test_start",
-    "on_test_epoch_end",
-    "on_predict_start",
-    "on_fit_start",
-)
-
-
-def watching_callback(base: type, store: Effects) -> Any:
-    """Records, at a few hooks, what a callback would read from the trainer."""
-
-    def make(hook: str) -> Callable[..., None]:
-        def watch(self: Any, trainer: Any, pl_module: Any, *args: Any) -> None:
-            store.seen.append(
-                (
-                    hook,
-                    trainer.current_epoch,
-                    trainer.global_step,
-                    trainer.sanity_checking,
-                    tuple(trainer.num_val_batches),
-                    tuple(trainer.num_test_batches),
-                    len(trainer.optimizers),
-                    tuple(sorted(_floats(trainer.callback_metrics).items())),
-                )
-            )
-
-        return watch
-
-    return type("Watching", (base,), {hook: make(hook) for hook in WATCHED_HOOKS})()
-
-
-def twin_module(base: type, logs: list[tuple[str, str, dict[str, Any]]], **spec: Any) -> Any:
-    """A linear regression whose hooks log ``logs``; ``spec``: ``optimizers`` (1 or 2),
-    ``scheduler`` (a dict of the scheduler config, or None), ``param_groups`` (names or None)."""
-
-    def log_all(self: Any, hook: str, value: torch.Tensor) -> None:
-        for where, name, kwargs in logs:
-            if where == hook:
-                self.log(name, value + len(name) * 0.01, **kwargs)
-
-    class Twin(base):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            super().__init__()
-            torch.manual_seed(0)
-            self.layer = nn.Linear(2, 1)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.layer(x)
-
-        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-            x, y = batch
-            loss = F.mse_loss(self(x), y)
-            log_all(self, "training_step", loss.detach())
-            return loss
-
-        def validation_step(self, batch: Any, batch_idx: int) -> None:
-            x, y = batch
-            log_all(self, "validation_step", F.mse_loss(self(x), y))
-
-        def test_step(self, batch: Any, batch_idx: int) -> None:
-            x, y = batch
-            log_all(self, "test_step", F.mse_loss(self(x), y))
-
-        def on_validation_epoch_end(self) -> None:
-            log_all(self, "on_validation_epoch_end", torch.tensor(float(self.current_epoch)))
-
-        def on_train_epoch_end(self) -> None:
-            log_all(self, "on_train_epoch_end", torch.tensor(float(self.current_epoch)))
-
-        def configure_optimizers(self) -> Any:
-            groups = spec.get("param_groups")
-            params: Any = self.parameters()
-            if groups:
-                weights, bias = self.layer.weight, self.layer.bias
-                params = [
-                    {"params": [weights], **({"name": groups[0]} if groups[0] else {})},
-                    {"params": [bias], "lr": 0.01, **({"name": groups[1]} if groups[1] else {})},
-                ]
-            kind = spec.get("optimizer", "sgd")
-            make = (
-                (lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
-                if kind == "sgd"
-                else (lambda p: torch.optim.Adam(p, lr=0.1))
-                if kind == "adam"
-                else (lambda p: torch.optim.Adagrad(p, lr=0.1))
-            )
-            optimizers = [make(params) for _ in range(spec.get("optimizers", 1))]
-            scheduler = spec.get("scheduler")
-            if scheduler is None:
-                return optimizers if len(optimizers) > 1 else optimizers[0]
-            step = torch.optim.lr_scheduler.StepLR(optimizers[0], step_size=1, gamma=0.5)
-            return {"optimizer": optimizers[0], "lr_scheduler": {"scheduler": step, **scheduler}}
-
-    return Twin()
-
-
-def data(n: int = 16, batch: int = 4, shuffle: bool = False) -> DataLoader[Any]:
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(n, 2, generator=g)
-    dataset = TensorDataset(x, x @ torch.tensor([[2.0], [-1.0]]))
-    return DataLoader(dataset, batch_size=batch, shuffle=shuffle)
+    loader_calls: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    """A refusal: the call, the exception's type (its MRO's qualified names) and message."""
 
 
 @contextlib.contextmanager
@@ -254,6 +133,41 @@ def _info_lines(store: Effects, root: Path) -> Iterator[None]:
             logger.removeHandler(handler)
 
 
+def _callbacks(lib: Any, callbacks: Any) -> list[Any]:
+    """``callbacks``: a function of the library, or (class name, keywords) pairs."""
+    if callbacks is None:
+        return []
+    if callable(callbacks):
+        return list(callbacks(lib))
+    return [getattr(lib.callbacks, name)(**kwargs) for name, kwargs in callbacks]
+
+
+def _call(lib: Any, trainer: Any, call: str, model: Any, loaders: Callable[..., Any],
+          common: dict[str, Any], effects: Effects) -> Any:  # fmt: skip
+    """Runs one call; returns the trainer the next call uses."""
+    own = loaders is None
+    fit_loaders = () if own else (loaders(train=True), loaders(train=False))
+    if call == "fit_one_epoch":
+        trainer = lib.Trainer(**{**common, "max_epochs": 1})
+    elif call == "resume":
+        last = trainer.checkpoint_callback.last_model_path
+        trainer = lib.Trainer(**common)
+        trainer.fit(model, *fit_loaders, ckpt_path=last)
+        return trainer
+    if call in ("fit", "fit_one_epoch"):
+        trainer.fit(model, *fit_loaders)
+    elif call == "predict":
+        found = trainer.predict(model, None if own else loaders(train=False))
+        effects.predictions.append(twin_read.plain(found))
+    else:
+        method = call.removesuffix("_verbose")
+        found = getattr(trainer, method)(
+            model, None if own else loaders(train=False), verbose=call.endswith("_verbose")
+        )
+        effects.results.append(twin_read.plain(found))
+    return trainer
+
+
 def run(
     kind: str,
     root: Path,
@@ -261,103 +175,82 @@ def run(
     *,
     logs: list[tuple[str, str, dict[str, Any]]] | None = None,
     module: dict[str, Any] | None = None,
-    callbacks: Callable[[Any], list[Any]] | None = None,
-    loaders: Callable[[], Any] = data,
+    callbacks: Any = None,
+    loader: dict[str, Any] | None = None,
     **options: Any,
 ) -> Effects:
-    """``calls``: Trainer methods ("fit", "validate", "test", "predict", "test_verbose",
-    "resume" — a new Trainer's fit from the last checkpoint, "fit_one_epoch"). ``callbacks(lib)``: extra
-    callbacks of that library. Other keywords go to the Trainer."""
+    """``calls``: names of :data:`CALLS`. ``callbacks``: extra callbacks (see
+    :func:`_callbacks`). ``loader``: keywords of :func:`twin_module.data` for every loader (the
+    training loader's ``shuffle`` and sampler apply to it alone); with ``module={"own_loaders":
+    ...}`` the module's hooks make them instead. Other keywords go to the Trainer."""
+    unknown = [c for c in calls if c not in CALLS]
+    if unknown:  # a mistake of the case, never a refusal to compare
+        raise ValueError(f"calls {unknown} are not among {CALLS}")
     lib: Any = pl if kind == "lightning" else ddpkit
     base_callback = pl.Callback if kind == "lightning" else Callback
     base_logger = pl.loggers.Logger if kind == "lightning" else ddpkit.loggers.Logger
     base_module = pl.LightningModule if kind == "lightning" else ddpkit.Module
     effects = Effects()
-    extra = callbacks(lib) if callbacks is not None else []
+    extra = _callbacks(lib, callbacks)
     logger = options.pop("logger", None)
+    folder = root / kind
     common = {
         "accelerator": "cpu",
         "devices": 1,
-        "logger": recording_logger(base_logger, effects) if logger is None else logger,
+        "logger": twin_read.recording_logger(base_logger, effects) if logger is None else logger,
         "enable_progress_bar": False,
         "enable_model_summary": False,
-        "default_root_dir": root / kind,
-        "callbacks": [watching_callback(base_callback, effects), *extra],
+        "default_root_dir": folder,
+        "callbacks": [twin_read.watching_callback(base_callback, effects), *extra],
         **options,
     }
-    model = twin_module(base_module, LOGS if logs is None else logs, **(module or {}))
+    spec = dict(module or {})
+    model = twin_module(base_module, LOGS if logs is None else logs, **spec)
+    own = spec.get("own_loaders") is not None
+    loaders = None if own else (lambda train: data(**(loader or {}), train=train))
     trainer: Any = None
     printed = io.StringIO()
+    step = "Trainer"
     with (
         warnings.catch_warnings(),
-        _info_lines(effects, root / kind),
+        _info_lines(effects, folder),
         contextlib.redirect_stdout(printed),
     ):
         warnings.simplefilter("ignore")  # Lightning's advice about workers and batch sizes
         try:
             trainer = lib.Trainer(**common)
-            for call in calls:
-                if call == "fit_one_epoch":  # a fit to resume from (max_epochs=1)
-                    trainer = lib.Trainer(**{**common, "max_epochs": 1})
-                    trainer.fit(model, loaders(), loaders())
-                elif call == "resume":
-                    last = trainer.checkpoint_callback.last_model_path
-                    trainer = lib.Trainer(**common)
-                    trainer.fit(model, loaders(), loaders(), ckpt_path=last)
-                elif call == "fit":
-                    trainer.fit(model, loaders(), loaders())
-                elif call.startswith("test") or call == "validate":
-                    method = "test" if call.startswith("test") else "validate"
-                    verbose = call.endswith("verbose")
-                    found = getattr(trainer, method)(model, loaders(), verbose=verbose)
-                    effects.results.append([_floats(r) for r in found])
-                else:
-                    getattr(trainer, call)(model, loaders())
-        except Exception as error:  # compared: both refuse, or neither
-            effects.error = type(error).__name__
+            for step in calls:
+                effects.stages.append((step, []))
+                trainer = _call(lib, trainer, step, model, loaders, common, effects)
+        except Exception as error:  # compared: its call, its type and its message
+            effects.error = {
+                "call": step,
+                "mro": [f"{c.__module__}.{c.__qualname__}" for c in type(error).__mro__],
+                "message": str(error).replace(str(folder), "<root>"),
+            }
     effects.printed = printed.getvalue()
+    effects.loader_calls = list(model.loader_calls)
+    effects.weights = twin_read.plain(dict(model.state_dict()))
     if trainer is not None:
-        _read(trainer, effects, extra)
+        _read(trainer, effects, extra, folder)
     return effects
 
 
-def _read(trainer: Any, effects: Effects, extra: list[Any]) -> None:
-    effects.callback_metrics = _floats(trainer.callback_metrics)
-    effects.logged_metrics = _floats(trainer.logged_metrics)
-    effects.progress_bar_metrics = _floats(trainer.progress_bar_metrics)
+def _read(trainer: Any, effects: Effects, extra: list[Any], folder: Path) -> None:
+    for name in ("callback_metrics", "logged_metrics", "progress_bar_metrics"):
+        setattr(effects, name, twin_read.plain(dict(getattr(trainer, name))))
     for name in ATTRIBUTES:
-        value = getattr(trainer, name)
-        effects.attributes[name] = list(value) if isinstance(value, list) else value
-    state = trainer.state
-    effects.state = (str(state.fn.value if hasattr(state.fn, "value") else state.fn),
-                     str(state.status.value if hasattr(state.status, "value") else state.status),
-                     state.finished, state.stopped)  # fmt: skip
+        try:
+            value = getattr(trainer, name)
+        except Exception as error:  # an attribute one refuses to give is compared too
+            value = f"<{type(error).__name__}>"
+        effects.attributes[name] = twin_read.plain(value)
+    effects.state = twin_read.state_of(trainer)
     for callback in extra:
         if hasattr(callback, "lrs"):
             effects.lrs = {k: [round(float(v), 6) for v in vs] for k, vs in callback.lrs.items()}
-        if hasattr(callback, "stopped_epoch"):
-            effects.callbacks.append(
-                {
-                    "stopped_epoch": callback.stopped_epoch,
-                    "wait_count": callback.wait_count,
-                    "best_score": round(float(callback.best_score), 4),
-                    "reason": callback.stopping_reason.name,
-                }
-            )
-        if hasattr(callback, "best_k_models"):
-            effects.callbacks.append(
-                {
-                    "best": Path(callback.best_model_path).name,
-                    "last": Path(callback.last_model_path).name,
-                    "kth": Path(callback.kth_best_model_path).name,
-                    "best_k": {
-                        Path(k).name: round(float(v), 4) for k, v in callback.best_k_models.items()
-                    },
-                    "score": None
-                    if callback.best_model_score is None
-                    else round(float(callback.best_model_score), 4),
-                    "files": sorted(p.name for p in Path(callback.dirpath).iterdir())
-                    if callback.dirpath and Path(callback.dirpath).is_dir()
-                    else [],
-                }
-            )
+        found = twin_read.callback_state(callback)
+        if found is not None:
+            effects.callbacks.append(found)
+    batches = effects.attributes["num_training_batches"]
+    effects.checkpoint = twin_read.checkpoints(folder, batches) if folder.is_dir() else {}

@@ -9,15 +9,13 @@ what is compared."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lightning_twin import data, pl, run
-
-#: Lightning's own lines at every Trainer, which ddpkit does not print (docs/flags.md)
-_NOT_COMPARED_INFO = ("GPU available", "TPU available", "💡 Tip")
+from lightning_twin import pl, run
+from twin_case import Case, check
+from twin_compare import compare
 
 
 def lr_monitor(**kwargs: Any) -> Any:
@@ -28,123 +26,128 @@ def checkpoint(**kwargs: Any) -> Any:
     return lambda lib: [lib.callbacks.ModelCheckpoint(**kwargs)]
 
 
-#: case: (Trainer keywords, the calls, run() keywords)
-CASES: dict[str, tuple[dict[str, Any], list[str], dict[str, Any]]] = {
-    "every stage": (
-        {"max_epochs": 2, "limit_val_batches": 2},
-        ["fit", "validate", "test", "predict"],
-        {},
+def logs(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    return {"logs": list(entries)}
+
+
+#: hand-picked cases (the generated grid is in test_grid_*.py)
+CASES: dict[str, Case] = {
+    "every stage": Case(
+        {"max_epochs": 2, "limit_val_batches": 2}, ("fit", "validate", "test", "predict")
     ),
-    "accumulation": ({"max_epochs": 1, "accumulate_grad_batches": 2}, ["fit"], {}),
-    "max_steps mid-epoch": ({"max_steps": 3}, ["fit"], {}),
-    "validation every 2 batches": ({"max_epochs": 1, "val_check_interval": 2}, ["fit"], {}),
-    "validation every half epoch": ({"max_epochs": 1, "val_check_interval": 0.5}, ["fit"], {}),
-    "val_check_interval past the epoch": (
-        {"max_epochs": 1, "val_check_interval": 50},
-        ["fit"],
-        {},
+    "accumulation": Case({"max_epochs": 1, "accumulate_grad_batches": 2}),
+    "max_steps mid-epoch": Case({"max_steps": 3}),
+    "validation every 2 batches": Case({"max_epochs": 1, "val_check_interval": 2}),
+    "validation every half epoch": Case({"max_epochs": 1, "val_check_interval": 0.5}),
+    "val_check_interval past the epoch": Case(
+        {"max_epochs": 1, "val_check_interval": 50}, refused="val_check_interval"
     ),
-    "validation every 2nd epoch": ({"max_epochs": 3, "check_val_every_n_epoch": 2}, ["fit"], {}),
-    "a row every 2 steps": ({"max_epochs": 2, "log_every_n_steps": 2}, ["fit"], {}),
-    "no training batches": ({"max_epochs": 1, "limit_train_batches": 0}, ["fit"], {}),
-    "overfit_batches": ({"max_epochs": 2, "overfit_batches": 2}, ["fit"], {}),
-    "the whole sanity check": ({"max_epochs": 1, "num_sanity_val_steps": -1}, ["fit"], {}),
-    "results table": ({"max_epochs": 1}, ["test_verbose", "validate_verbose", "test"], {}),
-    "fast_dev_run with a ModelCheckpoint": (
-        {"fast_dev_run": True},
-        ["fit", "test"],
-        {"callbacks": checkpoint(monitor="val_loss")},
+    "validation every 2nd epoch": Case({"max_epochs": 3, "check_val_every_n_epoch": 2}),
+    "a row every 2 steps": Case({"max_epochs": 2, "log_every_n_steps": 2}),
+    "no training batches": Case({"max_epochs": 1, "limit_train_batches": 0}),
+    "overfit_batches": Case({"max_epochs": 2, "overfit_batches": 2}),
+    "the whole sanity check": Case({"max_epochs": 1, "num_sanity_val_steps": -1}),
+    "results table": Case({"max_epochs": 1}, ("test_verbose", "validate_verbose", "test")),
+    "fast_dev_run with a ModelCheckpoint": Case(
+        {"fast_dev_run": True}, ("fit", "test"), {"callbacks": checkpoint(monitor="val_loss")}
     ),
-    "resume at max_epochs": (
+    "resume at max_epochs": Case(
         {"max_epochs": 2, "enable_checkpointing": True},
-        ["fit", "resume"],
+        ("fit", "resume"),
         {"callbacks": checkpoint(save_last=True)},
+        # no batch ran; Lightning restores its batch progress
+        ignore=("attributes.is_last_batch",),
     ),
-    "resume mid-training": (
+    "resume mid-training": Case(
         {"max_epochs": 3, "enable_checkpointing": True, "limit_train_batches": 2},
-        ["fit_one_epoch", "resume", "test"],
+        ("fit_one_epoch", "resume", "test"),
         {"callbacks": checkpoint(save_last=True)},
     ),
-    "early stopping on a validation metric": (
+    "early stopping on a validation metric": Case(
         {"max_epochs": 8, "limit_train_batches": 2},
-        ["fit"],
-        {
+        spec={
             "callbacks": lambda lib: [
                 lib.callbacks.EarlyStopping("val_epoch_end", mode="max", stopping_threshold=3.0)
             ]
         },
     ),
-    "early stopping on a train metric, patience": (
+    "early stopping on a train metric, patience": Case(
         {"max_epochs": 8, "limit_train_batches": 2},
-        ["fit"],
-        {
+        spec={
             "callbacks": lambda lib: [
                 lib.callbacks.EarlyStopping("train_acc_epoch", patience=1, min_delta=0.5)
             ]
         },
     ),
-    "checkpoints: top 2 of val_loss, last, every 2 steps": (
+    "checkpoints: top 2 of val_loss, last, every 2 steps": Case(
         {"max_epochs": 3, "limit_train_batches": 4},
-        ["fit"],
-        {
+        spec={
             "callbacks": checkpoint(
                 monitor="val_loss", save_top_k=2, save_last=True, filename="{epoch}-{val_loss:.2f}"
             )
         },
     ),
-    "checkpoints: every 3 steps, no monitor": (
-        {"max_epochs": 2},
-        ["fit"],
-        {"callbacks": checkpoint(every_n_train_steps=3, save_top_k=-1)},
+    "checkpoints: every 3 steps, no monitor": Case(
+        {"max_epochs": 2}, spec={"callbacks": checkpoint(every_n_train_steps=3, save_top_k=-1)}
     ),
-    "two optimizers": ({"max_epochs": 1}, ["fit"], {"module": {"optimizers": 2}}),
+    "a checkpoint's contents": Case(
+        {"max_epochs": 2, "limit_train_batches": 3},
+        spec={
+            "callbacks": checkpoint(monitor="val_loss", save_top_k=2),
+            "module": {"scheduler": {"interval": "step"}, "optimizer": "adam"},
+        },
+    ),
+    "a checkpoint's hyperparameters": Case(
+        {"max_epochs": 1},
+        spec={"callbacks": checkpoint(), "module": {"hparams": {"width": 3, "name": "a"}}},
+    ),
+    "the last checkpoint's path in the first checkpoint": Case(
+        {"max_epochs": 2}, spec={"callbacks": checkpoint(save_top_k=-1, save_last=True)}
+    ),
+    "two optimizers": Case(
+        {"max_epochs": 1},
+        spec={"module": {"optimizers": 2}},
+        refused="automatic_optimization = False",
+    ),
     # Epoch means weigh each batch by its size (Lightning infers it): the last batch is smaller.
-    "a smaller last batch": (
-        {"max_epochs": 2},
-        ["fit", "validate", "test"],
-        {"loaders": lambda: data(n=18, batch=4)},
+    "a smaller last batch": Case(
+        {"max_epochs": 2}, ("fit", "validate", "test"), {"loader": {"n": 18, "batch": 4}}
     ),
     # An evaluation's step values go to the loggers, never to callback_metrics.
-    "step values in validation": (
+    "step values in validation": Case(
         {"max_epochs": 2},
-        ["fit", "validate"],
-        {
-            "logs": [
-                ("training_step", "loss", {}),
-                ("validation_step", "val_step_only", {"on_step": True, "on_epoch": False}),
-                ("validation_step", "val_both", {"on_step": True, "on_epoch": True}),
-            ]
-        },
+        ("fit", "validate"),
+        logs(
+            ("training_step", "loss", {}),
+            ("validation_step", "val_step_only", {"on_step": True, "on_epoch": False}),
+            ("validation_step", "val_both", {"on_step": True, "on_epoch": True}),
+        ),
     ),
     # The sanity check's loader draws its seed from torch's generator; Lightning sets the
     # generators back after it, so a shuffled training loader sees the same order.
-    "the sanity check draws nothing from training": (
-        {"max_epochs": 2, "num_sanity_val_steps": 2},
-        ["fit"],
-        {"loaders": lambda: data(shuffle=True)},
+    "the sanity check draws nothing from training": Case(
+        {"max_epochs": 2, "num_sanity_val_steps": 2}, spec={"loader": {"shuffle": True}}
     ),
-    "a step value in an epoch-end hook is refused": (
+    "a step value in an epoch-end hook is refused": Case(
         {"max_epochs": 1},
-        ["fit"],
-        {"logs": [("on_train_epoch_end", "x", {"on_step": True})]},
+        spec=logs(("on_train_epoch_end", "x", {"on_step": True})),
+        refused="`self.log(on_step=True)` inside `on_train_epoch_end`",
     ),
-    "a value logged neither on step nor on epoch is refused": (
+    "a value logged neither on step nor on epoch is refused": Case(
         {"max_epochs": 1},
-        ["fit"],
-        {"logs": [("training_step", "x", {"on_step": False, "on_epoch": False})]},
+        spec=logs(("training_step", "x", {"on_step": False, "on_epoch": False})),
+        refused="is not useful",
     ),
-    "lr: a step scheduler, momentum": (
+    "lr: a step scheduler, momentum": Case(
         {"max_epochs": 2, "log_every_n_steps": 1},
-        ["fit"],
-        {
+        spec={
             "module": {"scheduler": {"interval": "step"}},
             "callbacks": lr_monitor(log_momentum=True, log_weight_decay=True),
         },
     ),
-    "lr: an epoch scheduler, named groups": (
+    "lr: an epoch scheduler, named groups": Case(
         {"max_epochs": 2, "log_every_n_steps": 2},
-        ["fit"],
-        {
+        spec={
             "module": {
                 "scheduler": {"interval": "epoch", "name": "mine"},
                 "param_groups": ["w", None],
@@ -153,47 +156,129 @@ CASES: dict[str, tuple[dict[str, Any], list[str], dict[str, Any]]] = {
             "callbacks": lr_monitor(log_momentum=True),
         },
     ),
-    "lr: no scheduler, two groups": (
+    "lr: no scheduler, two groups": Case(
         {"max_epochs": 2, "log_every_n_steps": 3},
-        ["fit"],
-        {"module": {"param_groups": [None, None]}, "callbacks": lr_monitor()},
+        spec={"module": {"param_groups": [None, None]}, "callbacks": lr_monitor()},
     ),
-    "lr: every epoch, no momentum to log": (
+    "lr: every epoch, no momentum to log": Case(
         {"max_epochs": 2},
-        ["fit"],
-        {
+        spec={
             "module": {"optimizer": "adagrad"},
             "callbacks": lr_monitor(logging_interval="epoch", log_momentum=True),
         },
     ),
-    "lr: two groups of one name": (
+    "lr: two groups of one name": Case(
         {"max_epochs": 1},
-        ["fit"],
-        {"module": {"param_groups": ["same", "same"]}, "callbacks": lr_monitor()},
+        spec={"module": {"param_groups": ["same", "same"]}, "callbacks": lr_monitor()},
+        refused="cannot have multiple parameter groups with identical `name` values",
     ),
 }
 
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_same_effects_as_lightning(tmp_path: Path, case: str) -> None:
-    options, calls, extra = CASES[case]
-    expected = asdict(run("lightning", tmp_path, calls, **extra, **options))
-    found = asdict(run("ddpkit", tmp_path, calls, **extra, **options))
-    expected["info"] = [m for m in expected["info"] if not m.startswith(_NOT_COMPARED_INFO)]
-    expected["error"] = expected["error"] is not None  # both refuse (each its own exception)
-    found["error"] = found["error"] is not None
-    if case == "resume at max_epochs":  # no batch ran; Lightning restores its batch progress
-        del expected["attributes"]["is_last_batch"], found["attributes"]["is_last_batch"]
-    differ = {k: (expected[k], found[k]) for k in expected if expected[k] != found[k]}
-    assert not differ, "\n".join(
-        f"{k}:\n  Lightning {a}\n  ddpkit    {b}" for k, (a, b) in differ.items()
+#: the cases that compare a difference left out of the others (twin_compare.APART), one each
+KNOWN: dict[str, tuple[str, Case]] = {
+    "stage flags at setup": (
+        "trainer.training (validating, ...) is False at setup and on_fit_start; Lightning sets "
+        "it before them",
+        Case({"max_epochs": 1}, ("fit", "validate")),
+    ),
+    "the previous stage at setup": (
+        "at a second stage's setup Lightning still shows the previous stage's metrics and no "
+        "num_val_batches; ddpkit has cleared them",
+        Case({"max_epochs": 1}, ("fit", "test")),
+    ),
+    "sanity check metrics": (
+        "during the sanity check Lightning's logged_metrics and progress_bar_metrics hold its "
+        "epoch values; ddpkit's are empty",
+        Case({"max_epochs": 1}),
+    ),
+    "stage flags at on_exception": (
+        "at on_exception ddpkit has ended the stage (trainer.training False); Lightning keeps it",
+        Case(
+            {"max_epochs": 1},
+            spec=logs(("on_train_epoch_end", "x", {"on_step": True})),
+            refused="`self.log(on_step=True)` inside `on_train_epoch_end`",
+        ),
+    ),
+    "num_val_batches after validate": (
+        "in a test after a validate, num_val_batches is the validate's in ddpkit, the fit's "
+        "([]) in Lightning",
+        Case({"max_epochs": 1}, ("validate", "test")),
+    ),
+    "is_last_batch after a resume": (
+        "a resumed fit's is_last_batch is False until a batch runs; Lightning restores True",
+        Case(
+            {"max_epochs": 2, "limit_train_batches": 2},
+            ("fit_one_epoch", "resume"),
+            {"callbacks": checkpoint(save_last=True)},
+        ),
+    ),
+    "info on a keyword given its default": (
+        "Lightning logs an INFO line for limit_*_batches / val_check_interval given as 1.0; "
+        "ddpkit logs none",
+        Case({"max_epochs": 1, "limit_train_batches": 1.0, "val_check_interval": 1.0}),
+    ),
+    "[] batches of a loop that does not run": (
+        "num_sanity_val_batches without a sanity check (or at its start) and num_val_batches "
+        "without validation batches are [0] in ddpkit, [] in Lightning",
+        Case({"max_epochs": 1, "num_sanity_val_steps": 0, "limit_val_batches": 0}),
+    ),
+    "min_epochs given min_steps": (
+        "min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0",
+        Case({"max_epochs": 1, "min_steps": 2}),
+    ),
+    "should_stop after an early stop": (
+        "after a fit an EarlyStopping stopped, trainer.should_stop is False again in ddpkit; "
+        "Lightning keeps True (in the stages that follow too)",
+        Case(
+            {"max_epochs": 3},
+            ("fit", "validate"),
+            {
+                "callbacks": lambda lib: [
+                    lib.callbacks.EarlyStopping("val_loss", stopping_threshold=100.0)
+                ]
+            },
+        ),
+    ),
+    "evaluation step values in logged_metrics": (
+        "an evaluation's step values are in Lightning's trainer.logged_metrics at the batch "
+        "hooks, not in ddpkit's",
+        Case({"max_epochs": 1}, spec=logs(("validation_step", "v", {"on_step": True}))),
+    ),
+}
+for _name, (_, _case) in KNOWN.items():
+    CASES[f"known: {_name}"] = Case(
+        _case.trainer, _case.calls, _case.spec, _case.refused, known=(_name,)
     )
-    assert expected["seen"] or expected["error"], "the watching callback saw nothing"
+
+#: case -> the difference from Lightning it still shows (issue 33): xfail(strict=True)
+DIFFERENT = {
+    "a checkpoint's hyperparameters": "a ddpkit checkpoint has no hparams_name key (Lightning "
+    "writes it beside hyper_parameters, None for a dict)",
+    "the last checkpoint's path in the first checkpoint": "ModelCheckpoint's state saved in the "
+    "first top-k file names last.ckpt in ddpkit; Lightning's is '' (last.ckpt is written after)",
+    **{f"known: {name}": reason for name, (reason, _) in KNOWN.items()},
+    "two optimizers": "Lightning refuses several optimizers with a RuntimeError, ddpkit with a "
+    "MisconfigurationError (a ValueError): `except RuntimeError` misses it",
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=DIFFERENT[name])])
+        if name in DIFFERENT
+        else name
+        for name in sorted(CASES)
+    ],
+)
+def test_the_same_effects_as_lightning(tmp_path: Path, case: str) -> None:
+    check(CASES[case], tmp_path)
 
 
 def test_the_comparison_can_fail(tmp_path: Path) -> None:
     """The effects really differ when the runs do (the harness is not blind)."""
-    a = asdict(run("lightning", tmp_path / "a", ["fit"], max_epochs=1))
-    b = asdict(run("ddpkit", tmp_path / "b", ["fit"], max_epochs=2))
-    assert a["rows"] != b["rows"] and a["attributes"] != b["attributes"]
+    a = run("lightning", tmp_path / "a", ["fit"], max_epochs=1)
+    b = run("ddpkit", tmp_path / "b", ["fit"], max_epochs=2)
+    differ = "\n".join(compare(a, b))
+    assert "rows:" in differ and "attributes:" in differ and "weights:" in differ
     assert pl.__version__.startswith("2.")

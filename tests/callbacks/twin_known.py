@@ -1,0 +1,135 @@
+"""Differences from Lightning already known (issue 33) that would show in most cases of the
+twin comparison, each set apart so that it does not hide the other differences of those cases.
+
+Every entry leaves exactly one difference out of both runs' effects; the case named ``known:
+<entry>`` in tests/callbacks/test_same_as_lightning.py compares it all the same, as an
+xfail(strict=True). When ddpkit is fixed, that case passes and fails as strict: remove its
+entry here and its xfail there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twin_read import CALLBACK_HOOKS
+
+Effects = dict[str, Any]
+Drop = Callable[[Effects, Effects], None]
+
+_METRICS = ("callback_metrics", "logged_metrics", "progress_bar_metrics")
+_STAGE_FLAGS = ("training", "validating", "testing", "predicting")
+
+
+def _seen(
+    hooks: tuple[str, ...], names: tuple[str, ...], where: Callable[[Any, Any], bool] | None = None
+) -> Drop:
+    """Leaves ``names`` out of what the watching callback read at ``hooks`` (only where the two
+    values meet ``where``, when given)."""
+
+    def drop(lightning: Effects, ddpkit: Effects) -> None:
+        pairs = (
+            zip(lightning["seen"], ddpkit["seen"])
+            if where
+            else [(e, None) for e in (*lightning["seen"], *ddpkit["seen"])]
+        )
+        for a, b in pairs:
+            if a[0] not in hooks:
+                continue
+            for name in names:
+                if where is None:
+                    a[2].pop(name, None)
+                elif b is not None and where(a[2].get(name), b[2].get(name)):
+                    a[2].pop(name, None), b[2].pop(name, None)
+
+    return drop
+
+
+def _empty_or_zero(a: Any, b: Any) -> bool:
+    return a == [] and b == [0]
+
+
+def _empty_counts(lightning: Effects, ddpkit: Effects) -> None:
+    _seen(CALLBACK_HOOKS, ("num_val_batches", "num_sanity_val_batches"), _empty_or_zero)(
+        lightning, ddpkit
+    )
+    for name in ("num_val_batches", "num_sanity_val_batches"):
+        if _empty_or_zero(lightning["attributes"].get(name), ddpkit["attributes"].get(name)):
+            del lightning["attributes"][name], ddpkit["attributes"][name]
+
+
+def _num_val_batches(lightning: Effects, ddpkit: Effects) -> None:
+    for effects in (lightning, ddpkit):
+        calls = [call for call, _ in effects["stages"]]
+        first = next((i for i, c in enumerate(calls) if c.startswith("validate")), None)
+        if first is not None and any(c.startswith(("test", "predict")) for c in calls[first:]):
+            _seen(CALLBACK_HOOKS, ("num_val_batches",))(effects, effects)
+            effects["attributes"].pop("num_val_batches", None)
+
+
+def _is_last_batch(lightning: Effects, ddpkit: Effects) -> None:
+    if any(call == "resume" for call, _ in lightning["stages"]):
+        _seen(CALLBACK_HOOKS, ("is_last_batch",))(lightning, ddpkit)
+
+
+def _default_info(lightning: Effects, ddpkit: Effects) -> None:
+    for effects in (lightning, ddpkit):
+        effects["info"] = [m for m in effects["info"] if " was configured so " not in m]
+
+
+def _should_stop(lightning: Effects, ddpkit: Effects) -> None:
+    """After a fit that stopped early: Lightning's should_stop stays True."""
+    ended = next((i for i, s in enumerate(lightning["seen"]) if s[0] == "on_fit_end"), None)
+    if ended is None or not lightning["seen"][ended][2].get("should_stop"):
+        return
+    hooks = tuple(h for h in CALLBACK_HOOKS if h not in ("on_fit_end",))
+    for effects in (lightning, ddpkit):
+        for entry in effects["seen"][ended:]:
+            if entry[0] in hooks:
+                entry[2].pop("should_stop", None)
+        effects["attributes"].pop("should_stop", None)
+
+
+def _min_epochs(lightning: Effects, ddpkit: Effects) -> None:
+    if (lightning["attributes"].get("min_epochs"), ddpkit["attributes"].get("min_epochs")) == (
+        1,
+        0,
+    ):
+        del lightning["attributes"]["min_epochs"], ddpkit["attributes"]["min_epochs"]
+
+
+#: name -> what it leaves out of both runs
+APART: dict[str, Drop] = {
+    # trainer.training / validating / ... are set before `setup` and `on_fit_start` in
+    # Lightning, after them in ddpkit
+    "stage flags at setup": _seen(("setup", "on_fit_start"), _STAGE_FLAGS),
+    # at `setup`, Lightning still shows the previous stage's metrics and has no loaders yet
+    "the previous stage at setup": _seen(("setup",), (*_METRICS, "num_val_batches")),
+    # Lightning shows the sanity check's epoch values in logged / progress bar metrics until
+    # the check ends; ddpkit shows none
+    "sanity check metrics": _seen(
+        ("on_validation_epoch_end", "on_validation_end", "on_sanity_check_end"),
+        ("logged_metrics", "progress_bar_metrics"),
+    ),
+    # Lightning keeps the stage's flag at `on_exception` (and a checkpoint's load); ddpkit has
+    # ended the stage
+    "stage flags at on_exception": _seen(("on_exception", "on_load_checkpoint"), _STAGE_FLAGS),
+    # outside a validate, Lightning's num_val_batches is the fit's; ddpkit keeps a validate's
+    "num_val_batches after validate": _num_val_batches,
+    # a resumed fit shows the checkpoint's is_last_batch in Lightning until a batch runs
+    "is_last_batch after a resume": _is_last_batch,
+    # Lightning logs an INFO line for a limit_*_batches / val_check_interval given as 1.0
+    "info on a keyword given its default": _default_info,
+    # an evaluation's step values are in Lightning's logged_metrics at its batch hooks
+    "evaluation step values in logged_metrics": _seen(
+        tuple(f"on_{s}_batch_{e}" for s in ("validation", "test") for e in ("start", "end")),
+        ("logged_metrics",),
+    ),
+    # a loop that does not run (no sanity check, no validation batches; the sanity check at its
+    # start) counts [] batches in Lightning, [0] in ddpkit
+    "[] batches of a loop that does not run": _empty_counts,
+    # min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0
+    "min_epochs given min_steps": _min_epochs,
+    # after a fit an EarlyStopping stopped, Lightning's trainer.should_stop stays True
+    "should_stop after an early stop": _should_stop,
+}
