@@ -62,7 +62,13 @@ _HOMES = {
 }
 
 
+#: Subpackages reached as attributes, as Lightning's are (``pl.callbacks.ModelCheckpoint``).
+_SUBPACKAGES = ("accelerators", "callbacks", "core", "loggers", "plugins", "utilities")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"ddpkit.{name}")
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'ddpkit' has no attribute {name!r}")

@@ -16,6 +16,7 @@ from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import ModelCheckpoint
 from ddpkit.callbacks.checkpoint import format_checkpoint_name
 from ddpkit.loggers import CSVLogger
+from ddpkit.trainer._lightning_loops import read_position
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 SCORES = [0.5, 0.2, 0.4, 0.3, 0.6]  # best epoch 1, second best 3
@@ -142,7 +143,8 @@ def test_every_n_epochs_and_every_n_train_steps(tmp_path: Path) -> None:
     fit(tmp_path / "b", steps, epochs=2)
     assert names(tmp_path / "s") == ["step=3.ckpt", "step=6.ckpt"]
     saved = load_checkpoint(tmp_path / "s" / "step=3.ckpt")
-    assert saved["loops"]["epochs_completed"] == 0  # mid-epoch: a resume starts epoch 0 again
+    position = read_position(saved)  # mid-epoch: a resume goes on in epoch 0, after 3 batches
+    assert (position["epochs_completed"], position["epoch_batches"]) == (0, 3)
 
 
 def test_a_time_interval_saves_on_the_step_it_passes(tmp_path: Path) -> None:

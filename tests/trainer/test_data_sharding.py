@@ -47,8 +47,15 @@ def test_evaluation_shards_are_not_shuffled() -> None:
     assert shards(loader, train=False) == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
 
 
-def test_training_keeps_an_unshuffled_order_unshuffled() -> None:
-    assert shards(DataLoader(DATA, batch_size=2), train=True) == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+def test_training_shuffles_an_unshuffled_loader_as_lightning_does() -> None:
+    """Lightning 2.x's ``_process_dataloader``: a training loader's DistributedSampler shuffles
+    whatever the loader said (``is_shuffled = True`` for the training stage); overfit_batches
+    keeps the order (``shuffle and not overfit_batches``)."""
+    found = shards(DataLoader(DATA, batch_size=2), train=True)
+    lightning = [list(DistributedSampler(DATA, 2, r, shuffle=True, seed=0)) for r in (0, 1)]
+    assert found == lightning and found != [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+    overfit = shards(DataLoader(DATA, batch_size=2), train=True, overfit=True)
+    assert overfit == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
 
 
 def test_the_shuffle_changes_with_set_epoch() -> None:

@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from trainer_models import Recorder, loader, quiet, regression_data
 
 from ddpkit import MisconfigurationError, Trainer
+from ddpkit.trainer._lightning_loops import read_position
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 BATCHES = 8  # loader(): 32 samples, batch size 4
@@ -273,11 +274,12 @@ def test_default_checkpoint_at_the_end_of_fit(tmp_path: Path) -> None:
         "lr_schedulers",
         "optimizer_states",
         "precision",
+        "pytorch-lightning_version",
         "state_dict",
     ]
     # Lightning's meaning: "epoch" is the epoch that wrote it; the loop resumes after it.
     assert (data["epoch"], data["global_step"]) == (1, 2 * BATCHES)
-    assert data["loops"]["epochs_completed"] == 2
+    assert read_position(data)["epochs_completed"] == 2
     assert list(data["callbacks"]) == [trainer.checkpoint_callback.state_key]
     assert data["ddpkit_version"] == __import__("ddpkit").__version__
     for name, value in model.state_dict().items():
@@ -344,14 +346,17 @@ def test_progress_bar_on_rank_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 # -- counters, metrics, stages --------------------------------------------------------------
 
 
-def test_a_second_fit_counts_from_zero_again(tmp_path: Path) -> None:
+def test_a_second_fit_goes_on_from_the_first(tmp_path: Path) -> None:
+    """Lightning's fit loop keeps its progress: a second fit on the same Trainer trains nothing
+    more once max_steps is reached (Lightning 2.x's ``_FitLoop.skip``)."""
     trainer = Trainer(default_root_dir=tmp_path, **quiet(max_steps=5))
     first, second = Recorder(), Recorder()
     trainer.fit(first, loader())
+    weights = first.layer.weight.detach().clone()
     trainer.fit(second, loader())
-    assert trainer.global_step == 5
-    assert len(second.train_batches) == 5
-    assert torch.equal(first.layer.weight, second.layer.weight)
+    assert trainer.global_step == 5 and second.train_batches == []
+    trainer.fit(first, loader())
+    assert torch.equal(first.layer.weight, weights)  # nothing more trained
 
 
 def test_resume_equals_the_uninterrupted_run(tmp_path: Path) -> None:

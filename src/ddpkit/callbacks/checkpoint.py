@@ -91,6 +91,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         self.kth_value = torch.tensor(math.inf if mode == "min" else -math.inf)
         self.last_model_path = ""
         self.current_score: torch.Tensor | None = None
+        self._last_checkpoint_saved = ""
 
     @property
     def state_key(self) -> str:
@@ -167,7 +168,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if trainer.fast_dev_run:
             return
-        if self.save_last and not self.last_model_path and trainer.global_step > 0:
+        if self.save_last and not self._last_checkpoint_saved and trainer.global_step > 0:
             self._save(trainer, topk=False, force_last=True)
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
@@ -255,7 +256,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
             setattr(self, name, value)
         for path in plan.saves:
             trainer.save_checkpoint(path, weights_only=self.save_weights_only)
-            self._last_global_step_saved = trainer.global_step
+            self._last_global_step_saved, self._last_checkpoint_saved = trainer.global_step, path
         if trainer.is_global_zero:
             if plan.link is not None:
                 link(*plan.link)

@@ -128,6 +128,8 @@ class CheckpointPlanner:
     kth_value: torch.Tensor
     last_model_path: str
     current_score: torch.Tensor | None
+    _last_checkpoint_saved: str
+    """The file this callback saved last (Lightning's): what ``save_last="link"`` points at."""
 
     def _state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in STATE}
@@ -163,7 +165,9 @@ class CheckpointPlanner:
                 self._plan_latest(plan, candidates)
             else:
                 self._plan_monitored(trainer, plan, candidates)
-        if self.save_last and (plan.saves or force_last or self.save_last == "link"):
+        # Lightning's: last.ckpt when this point saved one, or a link to the one saved last
+        linked = self.save_last == "link" and bool(self._last_checkpoint_saved)
+        if self.save_last and (plan.saves or force_last or linked):
             self._plan_last(plan, candidates)
         plan.state = self._state()
         return plan
@@ -236,8 +240,9 @@ class CheckpointPlanner:
             candidates, keep=self.last_model_path, filename=self.CHECKPOINT_NAME_LAST
         )
         previous, self.last_model_path = self.last_model_path, path
-        if self.save_last == "link" and plan.saves:
-            plan.link = (plan.saves[-1], path)
+        target = plan.saves[-1] if plan.saves else self._last_checkpoint_saved
+        if self.save_last == "link" and target and self.save_top_k != 0:
+            plan.link = (target, path)
         else:
             plan.saves.append(path)
         if previous and previous != path and self._owned(previous):

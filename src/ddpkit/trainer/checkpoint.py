@@ -1,11 +1,14 @@
 """Checkpoints: what goes in (``dump_checkpoint``), what comes back (``restore_*``), and the
 atomic write on global rank zero.
 
-A checkpoint holds Lightning's keys: ``epoch`` and ``global_step`` when it was written,
-``state_dict``, ``optimizer_states``, ``lr_schedulers``, ``callbacks`` (each callback's
-``state_dict`` by ``state_key``), ``hyper_parameters``, plus ``loops`` (the epochs completed, from
-which a resumed ``fit`` continues), the precision plugin's state, the ddpkit version and
-``ddpkit_rng`` (each rank's RNG states, which a restarted fit sets again before its first epoch).
+A checkpoint holds Lightning 2.x's keys, in its layout, so that Lightning loads and resumes it
+(and ddpkit a checkpoint of Lightning's): ``epoch`` and ``global_step`` when it was written,
+``pytorch-lightning_version`` (the layout's, :data:`LIGHTNING_FORMAT`), ``state_dict``,
+``optimizer_states``, ``lr_schedulers``, ``callbacks`` (each callback's ``state_dict`` by
+``state_key``), ``hyper_parameters``, ``loops`` (the fit loop's progress, from which a resumed
+``fit`` continues: :mod:`ddpkit.trainer._lightning_loops`); plus the precision plugin's state,
+the ddpkit version and ``ddpkit_rng`` (each rank's RNG states, which a restarted fit sets again
+before its first epoch).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ddpkit.callbacks.dispatch import Dispatcher
 from ddpkit.core.saving import HPARAMS_KEY, load_checkpoint
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.trainer._lightning_loops import LIGHTNING_FORMAT, fit_loop_state, read_position
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.state import LoopState
 from ddpkit.utilities.files import atomic_write, sweep_partials
@@ -68,7 +72,6 @@ def dump_checkpoint(
     dispatcher: Dispatcher | None,
     *,
     weights_only: bool = False,
-    epochs_completed: int,
     rng: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint dict, after the callbacks' and the module's ``on_save_checkpoint``
@@ -76,14 +79,10 @@ def dump_checkpoint(
     checkpoint: dict[str, Any] = {
         "epoch": state.current_epoch,
         "global_step": state.global_step,
+        "pytorch-lightning_version": LIGHTNING_FORMAT,
         "ddpkit_version": __version__,
         "state_dict": model.state_dict(),
-        "loops": {
-            "epochs_completed": epochs_completed,
-            "global_step": state.global_step,
-            # within an epoch (not completed yet): the batches it trained, which a resume skips
-            "epoch_batches": state.epoch_batches if epochs_completed == state.current_epoch else 0,
-        },
+        "loops": fit_loop_state(state),
     }
     if not weights_only:
         checkpoint["optimizer_states"] = [o.state_dict() for o in state.optimizers]
@@ -161,12 +160,9 @@ def restore_training(
         config.scheduler.load_state_dict(saved)
     precision.load_state_dict(checkpoint.get("precision", {}))
     state.global_step = int(checkpoint["global_step"])
-    loops = checkpoint.get("loops") or {}
-    # Checkpoints of ddpkit ≤ 0.1 stored the epochs completed under "epoch".
-    start = int(loops.get("epochs_completed", checkpoint.get("epoch", 0)))
-    state.current_epoch = start
-    state.epoch_batches = int(loops.get("epoch_batches", 0))
-    return start
+    state.restore_fit_progress({**read_position(checkpoint), "global_step": state.global_step})
+    state.current_epoch = state.epochs_completed
+    return state.epochs_completed
 
 
 def resolve_ckpt_path(

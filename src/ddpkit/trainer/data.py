@@ -95,7 +95,9 @@ def distribute(
             f"wrap it so it shards by rank, or use a DistributedSampler, and pass "
             f"Trainer(use_distributed_sampler=False)."
         )
-    shuffle = train and isinstance(inner, RandomSampler)
+    # Lightning's: a training shard is shuffled whatever the loader said (its sampler's seed,
+    # the same on every rank, changes with set_epoch); evaluation shards keep the order.
+    shuffle = train and not overfit
     new_sampler: Sampler[int]
     if predict:
         new_sampler = ShardSampler(len(loader.dataset), rank, world_size)  # type: ignore[arg-type]

@@ -112,8 +112,11 @@ def _count_batches(ctx: StageContext, stage: str, n: int | None) -> None:
     """``trainer.num_val_batches`` / ``num_test_batches`` of the running epoch (Lightning's:
     one count per loader, ``inf`` for a loader without a length)."""
     counts: list[int | float] = [math.inf if n is None else n]
+    state = ctx.state
     if stage == "validate":
-        ctx.state.num_val_batches = counts
+        state.num_val_batches = counts
+        if state.status.fn == "fit":  # the fit loop's validation progress (its checkpoints')
+            state.val_batches = (state.val_batches[0] + (n or 0), n or 0)
     else:
         ctx.state.num_test_batches = counts
 

@@ -33,7 +33,6 @@ def resume_fit(
     """Restore the training state of ``checkpoint``; the epoch the loop starts at."""
     state, config = ctx.state, ctx.config
     start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
-    state.epochs_completed, state.batches_stepped = start_epoch, state.global_step
     if "loops" in checkpoint:
         # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
         # (its sanity check runs in it); the loop then starts at start_epoch.

@@ -58,6 +58,9 @@ class StageRequest:
     return_predictions: bool = True
     #: the launching process's state when this fit first started (kept for its restarts)
     fit_start: Any = None
+    #: a second fit on this Trainer: the counters the earlier fits ended on, from which it goes
+    #: on (Lightning's fit loop keeps its progress); None: a first fit, from zero
+    progress: dict[str, Any] | None = None
 
 
 def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
@@ -230,15 +233,14 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     train_loader = TrainLoader(make_train, config.limit_train_batches)
     state.training_batches = train_loader.batches
     optimizers, schedulers = ([], []) if late else _optimizers(ctx)
-    state.current_epoch = state.global_step = state.epochs_completed = state.batches_stepped = 0
-    state.epoch_batches = 0
+    state.restore_fit_progress(request.progress)
     step_module = StepModule(model)
     wrapped = ctx.plugin.wrap_model(step_module)
     ctx.dispatch.call("on_fit_start")
     if late:
         optimizers, schedulers = _optimizers(ctx)
     _log_hyperparams(ctx)
-    start_epoch = 0
+    start_epoch = state.epochs_completed
     if checkpoint is not None:
         start_epoch = resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
 
@@ -256,7 +258,8 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     state.status.stage = "train"
     state.training_batches = None  # from here the loop counts them (num_training_batches)
     with torch.autograd.set_detect_anomaly(config.detect_anomaly):
-        get_val = (lambda: val) if val is not None else val_loader
+        sanity = [val] if val is not None else []  # the sanity check's loader, used first
+        get_val = lambda: sanity.pop() if sanity else val_loader()  # noqa: E731
         loop.run(
             train_loader,
             get_val,
@@ -264,7 +267,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
             start_epoch,
             val_loaded=val is not None,
             before_epochs=before_epochs,
-            skip_batches=state.epoch_batches if checkpoint is not None else 0,
+            skip_batches=state.epoch_batches,
         )
     state.current_epoch = max(state.current_epoch, start_epoch)
     ctx.dispatch.call("on_fit_end")

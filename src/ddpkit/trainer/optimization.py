@@ -24,6 +24,7 @@ from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.evaluation import warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
+from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["Optimization", "StepModule", "StepOptimizer", "loss_of", "outputs_of", "step_scheduler"]
 
@@ -231,12 +232,18 @@ def step_scheduler(
         value = ctx.state.metrics.callback_metrics.get(name) if name else None
         if value is None:
             if not config.strict:
+                rank_zero_warn(
+                    f"ReduceLROnPlateau conditioned on metric {name} which is not available "
+                    f"but strict is set to `False`. Skipping learning rate update.",
+                    RuntimeWarning,
+                )
                 return
             raise MisconfigurationError(
                 f"ReduceLROnPlateau monitors {name!r}, which was not logged. Logged: "
                 f"{sorted(ctx.state.metrics.callback_metrics)}. Fix: set 'monitor' to one of them."
             )
         metric = float(value)
+    ctx.state.scheduler_steps += 1
     if custom is not None:
         custom(config.scheduler, metric)
     elif metric is None:

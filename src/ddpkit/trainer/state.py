@@ -20,6 +20,12 @@ from ddpkit.trainer.progress import ProgressBar
 
 __all__ = ["LoopState", "StageOutput", "TrainerState"]
 
+#: the fit loop's counters: what a checkpoint keeps of it, and a second fit goes on from
+_FIT_COUNTERS = (
+    "current_epoch", "global_step", "epochs_completed", "batches_stepped", "epoch_batches",
+    "fit_batches", "scheduler_steps", "epoch_start", "val_batches",
+)  # fmt: skip
+
 
 @dataclass
 class TrainerState:
@@ -77,6 +83,14 @@ class LoopState:
     epoch_batches: int = 0
     """Batches of the running training epoch that have trained (a checkpoint written within
     the epoch resumes after them)."""
+    fit_batches: int = 0
+    """Training batches run in this fit, across epochs (Lightning's batch progress total)."""
+    scheduler_steps: int = 0
+    """Learning-rate scheduler steps taken in this fit (Lightning's scheduler progress)."""
+    epoch_start: tuple[int, int, int] = (0, 0, 0)
+    """``global_step``, ``fit_batches`` and ``scheduler_steps`` when the running epoch began."""
+    val_batches: tuple[int, int] = (0, 0)
+    """The fit's validation batches in the running epoch, and in its latest validation."""
     dispatcher: Any = None
     """The running stage's hook dispatcher (``trainer.save_checkpoint`` calls the hooks)."""
     step_rows: int = 0
@@ -103,6 +117,16 @@ class LoopState:
             self.fitted = True
             self.step_rows = self.epoch_rows = 0
 
+    def fit_progress(self) -> dict[str, Any]:
+        """Where the fits of this Trainer stand, which a second fit goes on from."""
+        return {name: getattr(self, name) for name in _FIT_COUNTERS}
+
+    def restore_fit_progress(self, progress: dict[str, Any] | None) -> None:
+        """The counters a fit starts from: ``progress`` (a second fit), else zero."""
+        for name in _FIT_COUNTERS:
+            zero = {"epoch_start": (0, 0, 0), "val_batches": (0, 0)}.get(name, 0)
+            setattr(self, name, (progress or {}).get(name, zero))
+
     def end(self, status: str = "finished") -> None:
         self.status = TrainerState(fn=self.status.fn, stage=None, status=status)
 
@@ -112,6 +136,7 @@ class LoopState:
             "current_epoch": self.current_epoch,
             "global_step": self.global_step,
             "batches_stepped": self.batches_stepped,
+            **self.fit_progress(),
             "fitted": self.fitted,
             "val_check_batch": self.val_check_batch,
             "is_last_batch": self.is_last_batch,

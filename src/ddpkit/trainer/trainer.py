@@ -263,6 +263,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
             weights_only=weights_only,
             return_state=spawn,
             return_predictions=return_predictions,
+            progress=self._state.fit_progress() if fn == "fit" and self._state.fitted else None,
         )
         # The first argument names the stage (the launchers' messages say which one ran).
         if launcher is None:
@@ -320,7 +321,6 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
             self.precision_plugin,
             self._state.dispatcher,
             weights_only=weights_only,
-            epochs_completed=self._state.epochs_completed,
             # every rank's RNG states (gathered: a restart resumes them exactly)
             rng=None if weights_only else rng_states(self.strategy, collective=barrier),
         )

@@ -51,6 +51,7 @@ class FitLoop:
         self.epoch_outputs: list[Any] = []
         self.n_train: int | None = None
         self.val_loader: Any = None
+        self.val_loaded_at: float = -math.inf  # the epoch the val loader was made in
         self.get_val: Callable[[], Any] | None = None
         self.total_batches = 0  # across epochs (check_val_every_n_epoch=None counts these)
         #: resumed mid-epoch: the first epoch's batches to skip, and what runs after them
@@ -88,7 +89,9 @@ class FitLoop:
         self.get_val = get_val if validation else None
         state.num_val_batches = [0]
         if validation and (val_loaded or self._val_epoch(start_epoch)):
-            self._load_val()  # else on first use, as Lightning does
+            self._load_val(start_epoch)  # else on first use, as Lightning does
+            if not self._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
+                self.val_loaded_at = -math.inf  # outside a validation epoch does not count
         state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
         self.resume_skip, self.resume_then = skip_batches, None
@@ -100,10 +103,8 @@ class FitLoop:
         while not _done(ctx, epoch):
             every = config.reload_dataloaders_every_n_epochs
             if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
-                train = get_train()
+                train = get_train()  # the val loader: when its validation runs (_validate)
                 self.n_train = num_batches(train, config.limit_train_batches)
-                if self.val_loader is not None:
-                    self._load_val()
             self._train_epoch(train, epoch)
             epoch += 1
             state.current_epoch = epoch
@@ -113,12 +114,15 @@ class FitLoop:
     def _train_epoch(self, train: Any, epoch: int) -> None:
         ctx, state, metrics = self.ctx, self.ctx.state, self.ctx.state.metrics
         state.current_epoch = epoch
+        if state.epoch_batches == 0:  # a new epoch (a resumed one began before the checkpoint)
+            state.epoch_start = (state.global_step, state.fit_batches, state.scheduler_steps)
+            state.val_batches = (0, state.val_batches[1])  # Lightning's: validations per epoch
         set_sampler_epoch(train, epoch)  # a different shuffle every epoch, same on every rank
         metrics.stage, metrics.step_level = "train", False
         ctx.dispatch.call("on_train_epoch_start")
         metrics.step_level = True
         ran_out = self._batches(train, epoch)
-        state.epochs_completed = epoch + 1
+        state.epochs_completed, state.epoch_batches = epoch + 1, 0  # none of the next epoch yet
         # Lightning validates at the epoch's end inside its last batch, before that batch is
         # counted in the rows' step, and logs the epoch's row at that step too.
         state.batches_stepped -= 1
@@ -167,6 +171,8 @@ class FitLoop:
         epoch_schedulers = [
             c for c in self.schedulers if c.interval == "epoch" and not c.reduce_on_plateau
         ]
+        # Lightning's: after the batch's validation, on the monitored value of callback_metrics
+        step_plateaus = [c for c in self.schedulers if c.interval == "step" and c.reduce_on_plateau]
         val_every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
         run_batch = self.optimization.run_batch
         skip, then = self.resume_skip, self.resume_then
@@ -189,6 +195,7 @@ class FitLoop:
             boundary = last or (batch_idx + 1) % accumulate == 0
             out, loss = run_batch(batch, batch_idx, epoch, boundary, accumulate)
             state.epoch_batches = batch_idx + 1  # where a checkpoint written now resumes
+            state.fit_batches += 1
             if boundary:
                 state.global_step += 1
                 for sched in step_schedulers:
@@ -223,6 +230,9 @@ class FitLoop:
                 self._validate()  # an early stop still validates first, as in Lightning
                 stopping = state.should_stop and _can_stop(ctx)
             if boundary:
+                for sched in step_plateaus:
+                    if (batch_idx + 1) % sched.frequency == 0:
+                        step_scheduler(self.ctx, self.custom_scheduler_step, sched)
                 state.batches_stepped += 1
             if stopping or 0 <= config.max_steps <= state.global_step:
                 ran_out = last
@@ -233,9 +243,9 @@ class FitLoop:
 
     # -- validation and schedulers -------------------------------------------------------------
 
-    def _load_val(self) -> None:
+    def _load_val(self, epoch: int) -> None:
         assert self.get_val is not None
-        self.val_loader = self.get_val()
+        self.val_loader, self.val_loaded_at = self.get_val(), epoch
         self.ctx.state.eval_rows_seen = 0  # a new loader: its rows count from 0 (Lightning's)
         if self.val_loader is not None:
             n_val = num_batches(self.val_loader, self.ctx.config.limit_val_batches)
@@ -266,8 +276,11 @@ class FitLoop:
         state = ctx.state
         if module_hook(ctx.model, "on_validation_model_zero_grad") is not None:
             ctx.dispatch.call_module("on_validation_model_zero_grad")
-        if self.val_loader is None:
-            self._load_val()
+        every = ctx.config.reload_dataloaders_every_n_epochs
+        # Lightning's: made again when its validation runs n epochs after it was last made
+        # (the sanity check's counts: made in the first epoch)
+        if self.val_loader is None or (every and state.current_epoch - self.val_loaded_at >= every):
+            self._load_val(state.current_epoch)
             if self.val_loader is None:
                 self.get_val = None  # the hook gave no loader: no validation in this fit
                 return
@@ -275,9 +288,6 @@ class FitLoop:
         state.status.stage = "validate"
         evaluate(ctx, "validate", self.val_loader, ctx.config.limit_val_batches)
         state.status.stage = stage
-        for config in self.schedulers:
-            if config.interval == "step" and config.reduce_on_plateau:
-                step_scheduler(self.ctx, self.custom_scheduler_step, config)
 
 
 def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
