@@ -16,15 +16,15 @@ from twin_compare import compare
 @dataclass(frozen=True)
 class Case:
     """``trainer``: Trainer keywords; ``calls``: lightning_twin.CALLS; ``spec``: run()'s other
-    keywords (logs, module, callbacks, loader); ``refused``: the fragment both refusals' messages
-    hold (None: nothing is refused); ``known``: twin_compare.APART differences this case
+    keywords (logs, module, callbacks, loader); ``refused``: the fragment (or fragments) both
+    refusals' messages hold (None: nothing is refused); ``known``: twin_compare.APART differences this case
     compares; ``ignore``: effects left out, with the reason in the case's comment; ``skips``:
     calls that may start no stage (twin_compare.compare)."""
 
     trainer: dict[str, Any]
     calls: tuple[str, ...] = ("fit",)
     spec: dict[str, Any] = field(default_factory=dict)
-    refused: str | None = None
+    refused: str | tuple[str, ...] | None = None
     known: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     skips: tuple[str, ...] = ()

@@ -51,10 +51,12 @@ def refusal_type(lightning_mro: list[str]) -> str | None:
 
 
 def compare_refusals(
-    expected: dict[str, Any] | None, found: dict[str, Any] | None, fragment: str | None
+    expected: dict[str, Any] | None,
+    found: dict[str, Any] | None,
+    fragment: str | tuple[str, ...] | None,
 ) -> list[str]:
     """The differences between two refusals (``None``: no refusal) of a case that expects
-    ``fragment`` in both messages (``None``: expects no refusal)."""
+    ``fragment`` (or each of several) in both messages (``None``: expects no refusal)."""
     if fragment is None:
         return [
             f"unexpected refusal by {who}: {e['mro'][0]} at {e['call']}: {e['message']}"
@@ -79,8 +81,9 @@ def compare_refusals(
             f"ddpkit raised {found['mro'][0]}, not a {wanted} (Lightning: {expected['mro'][0]})"
         )
     for who, e in (("Lightning", expected), ("ddpkit", found)):
-        if fragment not in e["message"]:
-            out.append(f"{who}'s message lacks {fragment!r}: {e['message']}")
+        for part in (fragment,) if isinstance(fragment, str) else fragment:
+            if part not in e["message"]:
+                out.append(f"{who}'s message lacks {part!r}: {e['message']}")
     return out
 
 
@@ -128,7 +131,7 @@ def compare(
     lightning: Any,
     ddpkit: Any,
     *,
-    refused: str | None = None,
+    refused: str | tuple[str, ...] | None = None,
     known: Collection[str] = (),
     ignore: Collection[str] = (),
     skips: Collection[str] = (),

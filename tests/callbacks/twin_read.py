@@ -108,7 +108,10 @@ def plain(value: Any, root: Path | None = None) -> Any:
         # a number in a message, rounded as any other (EarlyStopping's "val_loss = 2.96854...")
         return _DIGITS.sub(lambda m: str(round(float(m.group()), DECIMALS)), text)
     if isinstance(value, dict):
-        return {plain(k, root): plain(v, root) for k, v in sorted(value.items(), key=str)}
+        return {
+            plain(k, root): plain(v, root)
+            for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+        }
     if isinstance(value, list | tuple):
         return [plain(v, root) for v in value]
     return type(value).__name__
