@@ -15,6 +15,13 @@ class LoaderHooks:
     (wrap) the loader a rank iterates. ddpkit calls the training type's, then the
     accelerator's, with each stage's loader after giving it the rank's shard."""
 
+    _lightning_module: Any = None
+
+    @property
+    def lightning_module(self) -> Any:
+        """Lightning 1.x's: the module of the running stage (set before these hooks run)."""
+        return self._lightning_module
+
     def on_reset_train_dataloader(self, dataloader: Any) -> Any:
         return dataloader
 

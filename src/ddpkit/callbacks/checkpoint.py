@@ -30,7 +30,7 @@ from ddpkit.callbacks.checkpoint_plan import (
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.ranks.restart import current_attempt
 from ddpkit.utilities.files import atomic_write, sweep_partials
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["ModelCheckpoint", "format_checkpoint_name"]
 
@@ -77,6 +77,11 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         self.auto_insert_metric_name = auto_insert_metric_name
         self._save_on_train_epoch_end = save_on_train_epoch_end
         self._enable_version_counter = enable_version_counter
+        if monitor is None and save_top_k == -1 and save_last:  # Lightning 1.x said so too
+            rank_zero_info(
+                "ModelCheckpoint(save_last=True, save_top_k=-1, monitor=None) will duplicate the "
+                "last checkpoint saved."
+            )
         if every_n_train_steps is None and every_n_epochs is None and train_time_interval is None:
             every_n_epochs, every_n_train_steps = 1, 0
         self._every_n_epochs = every_n_epochs or 0

@@ -42,6 +42,9 @@ class LearningRateMonitor(Callback):
         self.lrs: dict[str, list[float]] = {}
         self.last_momentum_values: dict[str, float | None] = {}
         self.last_weight_decay_values: dict[str, float | None] = {}
+        #: Lightning 1.x's: each scheduler's name (``lr-Adam``, ``lr-Adam-1``, or its own),
+        #: without the parameter groups' suffixes
+        self.lr_sch_names: list[str] = []
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if not trainer.loggers:
@@ -57,7 +60,8 @@ class LearningRateMonitor(Callback):
                 "optimizers with momentum.",
                 RuntimeWarning,
             )
-        names = [name for group in self._names(trainer) for name, _, _ in group]
+        self.lr_sch_names = []
+        names = [name for group in self._names(trainer, self.lr_sch_names) for name, _, _ in group]
         self.lrs = {name: [] for name in names}
         self.last_momentum_values = {f"{name}-momentum": None for name in names}
         self.last_weight_decay_values = {f"{name}-weight_decay": None for name in names}
@@ -77,9 +81,12 @@ class LearningRateMonitor(Callback):
 
     # -- names ---------------------------------------------------------------------------------
 
-    def _names(self, trainer: Any) -> list[list[tuple[str, dict[str, Any], str | None]]]:
+    def _names(
+        self, trainer: Any, schedulers: list[str] | None = None
+    ) -> list[list[tuple[str, dict[str, Any], str | None]]]:
         """Per scheduler config, then per optimizer without one: ``(name, param group, the
-        interval)`` for each parameter group (None: an optimizer without a scheduler)."""
+        interval)`` for each parameter group (None: an optimizer without a scheduler).
+        ``schedulers``: gets each scheduler's name, without the groups' suffixes."""
         seen_types: defaultdict[type, int] = defaultdict(int)
         seen: list[Any] = []
         found = []
@@ -88,6 +95,9 @@ class LearningRateMonitor(Callback):
             name = config.name if config.name is not None else f"lr-{type(optimizer).__name__}"
             names = self._group_names(optimizer, name, seen, seen_types, named=config.name)
             found.append([(n, g, config.interval) for n, g in names])
+            if schedulers is not None:
+                count = seen_types.get(type(optimizer), 0)  # Lightning's _add_prefix
+                schedulers.append(f"{name}-{count - 1}" if count > 1 else name)
         for optimizer in trainer.optimizers:
             if optimizer in seen:
                 continue

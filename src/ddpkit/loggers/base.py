@@ -267,12 +267,13 @@ class FolderLogger(Logger):
 
     @property
     def root_dir(self) -> str:
-        return os.path.join(self._save_dir, self._name)
+        # No name: the save folder itself, as Lightning 1.x's (2.x's join leaves a trailing "/")
+        return os.path.join(self._save_dir, self._name) if self._name else self._save_dir
 
     def _version_dir(self) -> str:
         """``root_dir`` joined with the version's folder name."""
         version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return os.path.join(self.root_dir, version)
+        return os.path.join(self.root_dir, version) if version else self.root_dir
 
 
 def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ddpkit.accelerators.base import LoaderHooks
 from ddpkit.callbacks.dispatch import Dispatcher, module_hook
 from ddpkit.core.batch import move_to_device
 from ddpkit.plugins.precision.base import PrecisionPlugin
@@ -89,6 +90,8 @@ class StageContext:
         )
         hook = f"on_reset_{kind}_dataloader"
         for owner in (self.plugin, self.trainer.accelerator):
+            if isinstance(owner, LoaderHooks):
+                owner._lightning_module = self.model  # what a 1.x hook reads
             prepared = getattr(owner, hook)(prepared)
         return prepared
 

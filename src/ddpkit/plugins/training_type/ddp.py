@@ -53,7 +53,9 @@ from ddpkit.utilities.seed import reset_seed
 __all__ = ["DDPPlugin"]
 
 #: what a DDPPlugin holds for one stage only, left out when it is pickled for spawned ranks
-_STAGE_LOCAL = ("_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model")
+_STAGE_LOCAL = (
+    "_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model", "_lightning_module"
+)  # fmt: skip
 
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
