@@ -6,4 +6,8 @@ scripts/setup.sh test
 .venv/bin/ruff check src tests examples bench conftest.py
 .venv/bin/ruff format --check src tests examples bench conftest.py
 .venv/bin/mypy
+# The whole suite: the runs a plain `pytest` leaves out to keep an edit loop short (a second
+# configuration of a path another test runs, every real project under each flag set) run here,
+# so CI sees them. Set either to 0 to leave them out.
+export DDPKIT_FULL_SUITE="${DDPKIT_FULL_SUITE:-1}" DDPKIT_ALL_PROJECTS="${DDPKIT_ALL_PROJECTS:-1}"
 exec .venv/bin/python -m pytest "$@"
