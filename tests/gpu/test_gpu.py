@@ -58,10 +58,11 @@ def test_single_gpu_fit(tmp_path: Path, precision: str) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
+@pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn", "ddp_notebook"])
 def test_one_gpu_nccl_ddp_fit(tmp_path: Path, strategy: str) -> None:
     """DDP on one GPU with nccl, through a real script run: the subprocess launcher (rank 0 =
-    that process) and the spawn launcher (the ranks are spawned; the parent gets the result)."""
+    that process), the spawn launcher (the ranks are spawned; the parent gets the result) and
+    the fork launcher (forked from a process that has not touched CUDA)."""
     script = tmp_path / "fit.py"
     script.write_text(
         "import sys, torch\n"
@@ -89,3 +90,21 @@ def test_two_gpu_examples(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+@pytest.mark.timeout(120)
+def test_a_fork_after_cuda_is_initialized_is_refused_before_a_rank_starts() -> None:
+    """docs/notebooks.md: a forked rank cannot use CUDA once the parent initialized it."""
+    code = (
+        "import sys, torch\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_gpu import Regressor, _data\n"
+        "from ddpkit import Trainer\n"
+        "torch.zeros(1, device='cuda')\n"
+        "t = Trainer(accelerator='gpu', devices=1, strategy='ddp_notebook', max_epochs=1)\n"
+        "t.fit(Regressor(), _data())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100)
+    assert run.returncode == 1
+    assert "LaunchError: ddp_notebook (fork launcher): CUDA is initialized" in run.stderr
+    assert "rank 0 (pid" not in run.stderr  # refused here, not reported from a rank
