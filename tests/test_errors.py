@@ -33,6 +33,9 @@ INSTANCES: dict[str, BaseException] = {
         "ddpkit.lightning.loggers.TestTubeLogger: removed. Fix: TensorBoardLogger"
     ),
     "MisconfigurationError": MisconfigurationError("Trainer(devices=0): must be ≥ 1"),
+    "MisconfigurationRuntimeError": errors.MisconfigurationRuntimeError(
+        "Net.configure_optimizers returned 2 optimizers: one under automatic optimization"
+    ),
     "UnusedParametersError": errors.UnusedParametersError("aux_head.weight took no part"),
 }
 

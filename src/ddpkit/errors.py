@@ -40,6 +40,7 @@ __all__ = [
     "LightningRemovedError",
     "LightningUsageError",
     "MisconfigurationError",
+    "MisconfigurationRuntimeError",
     "RankFailure",
     "UnusedParametersError",
 ]
@@ -62,6 +63,11 @@ class DDPKitError(Exception):
 
 class MisconfigurationError(DDPKitError, ValueError):
     """The Trainer flags contradict each other or the machine."""
+
+
+class MisconfigurationRuntimeError(MisconfigurationError, RuntimeError):
+    """A call Lightning 2.x refuses with a ``RuntimeError``: ddpkit's refusal is one too, so code
+    that catches Lightning's keeps working (several optimizers under automatic optimization)."""
 
 
 class LaunchError(DDPKitError):

@@ -252,13 +252,9 @@ for _name, (_, _case) in KNOWN.items():
 
 #: case -> the difference from Lightning it still shows (issue 33): xfail(strict=True)
 DIFFERENT = {
-    "a checkpoint's hyperparameters": "a ddpkit checkpoint has no hparams_name key (Lightning "
-    "writes it beside hyper_parameters, None for a dict)",
     "the last checkpoint's path in the first checkpoint": "ModelCheckpoint's state saved in the "
     "first top-k file names last.ckpt in ddpkit; Lightning's is '' (last.ckpt is written after)",
     **{f"known: {name}": reason for name, (reason, _) in KNOWN.items()},
-    "two optimizers": "Lightning refuses several optimizers with a RuntimeError, ddpkit with a "
-    "MisconfigurationError (a ValueError): `except RuntimeError` misses it",
 }
 
 

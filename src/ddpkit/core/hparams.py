@@ -95,10 +95,14 @@ class HyperparametersMixin:
         init_args = collect_init_args(caller, self)
         ignored = [ignore] if isinstance(ignore, str) else list(ignore or [])
         init_args = {k: v for k, v in init_args.items() if k not in ignored}
+        # Lightning's ``_hparams_name``, which its checkpoints carry beside the values
+        name: str | None = "kwargs"
         if not args:
             chosen: Any = init_args
+            name = "kwargs" if init_args else None
         elif len(args) == 1 and not isinstance(args[0], str):
             chosen = args[0]
+            name = next((k for k, v in init_args.items() if v is chosen), None)
         else:
             names = [a for a in args if isinstance(a, str)]
             unknown = sorted(set(names) - set(init_args))
@@ -120,6 +124,7 @@ class HyperparametersMixin:
                     f"checkpoint already holds. Fix: save_hyperparameters(ignore=[{key!r}]).",
                     DDPKitWarning,
                 )
+        object.__setattr__(self, "_hparams_name", name)
         object.__setattr__(self, "_log_hyperparams", logger)
         object.__setattr__(self, "_hparams_initial", copy.deepcopy(dict(hparams)))
 

@@ -96,14 +96,15 @@ def dump_checkpoint(
         checkpoint["callbacks"] = states
     if rng is not None:
         checkpoint["ddpkit_rng"] = rng
-    hparams = _hparams(model)
-    if hparams is not None:
-        checkpoint[HPARAMS_KEY] = hparams
+    for prefix, owner in (("", model), ("datamodule_", state.datamodule)):
+        hparams = _hparams(owner) if owner is not None else None
+        if hparams is None:
+            continue
+        if "_hparams_name" in vars(owner):  # Lightning's: how save_hyperparameters got them
+            checkpoint[f"{prefix}hparams_name"] = vars(owner)["_hparams_name"]
+        checkpoint[f"{prefix}{HPARAMS_KEY}"] = hparams
     datamodule = state.datamodule
     if datamodule is not None:
-        dm_hparams = _hparams(datamodule)
-        if dm_hparams is not None:
-            checkpoint[f"datamodule_{HPARAMS_KEY}"] = dm_hparams
         dm_state: dict[str, Any] = getattr(datamodule, "state_dict", dict)()
         if dm_state:
             checkpoint[type(datamodule).__qualname__] = dm_state

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ddpkit.errors import MisconfigurationError
+from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
 from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["SchedulerConfig", "check_automatic", "parse_optimizers"]
@@ -117,7 +117,7 @@ def check_automatic(module: str, optimizers: list[torch.optim.Optimizer]) -> Non
         )
     if len(optimizers) > 1:
         names = ", ".join(type(o).__name__ for o in optimizers)
-        raise MisconfigurationError(
+        raise MisconfigurationRuntimeError(
             f"{module}.configure_optimizers returned {len(optimizers)} optimizers "
             f"({names}): automatic optimization steps one optimizer on the loss training_step "
             f"returns (Lightning 2.x refuses several too). Fix: one optimizer (parameter groups "
