@@ -259,9 +259,13 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         plan = Plan.from_json(trainer.strategy.broadcast_json(decided))
         for name, value in plan.state.items():
             setattr(self, name, value)
+        last = self.last_model_path
         for path in plan.saves:
+            # a top-k file carries the last.ckpt named before it, as Lightning's (written first)
+            self.last_model_path = last if path == last else plan.previous_last
             trainer.save_checkpoint(path, weights_only=self.save_weights_only)
             self._last_global_step_saved, self._last_checkpoint_saved = trainer.global_step, path
+        self.last_model_path = last
         if trainer.is_global_zero:
             if plan.link is not None:
                 link(*plan.link)

@@ -62,13 +62,19 @@ class Plan:
     link: tuple[str, str] | None = None
     removes: list[str] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    #: ``last_model_path`` before this point: what the top-k files written now carry (Lightning
+    #: writes them before it names the new last.ckpt)
+    previous_last: str = ""
 
     def to_json(self) -> dict[str, Any]:
         state = dict(self.state)
         state["best_k_models"] = {k: float(v) for k, v in state["best_k_models"].items()}
         for name in _SCORES:
             state[name] = None if state[name] is None else float(state[name])
-        return {"saves": self.saves, "link": self.link, "removes": self.removes, "state": state}
+        return {
+            "saves": self.saves, "link": self.link, "removes": self.removes, "state": state,
+            "previous_last": self.previous_last,
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:
@@ -82,6 +88,7 @@ class Plan:
             link=(str(link[0]), str(link[1])) if link is not None else None,
             removes=list(data["removes"]),
             state=state,
+            previous_last=str(data["previous_last"]),
         )
 
 
@@ -158,7 +165,7 @@ class CheckpointPlanner:
         return os.path.join(self.dirpath, name) if self.dirpath else name
 
     def _plan(self, trainer: Any, *, topk: bool, force_last: bool) -> Plan:
-        plan = Plan()
+        plan = Plan(previous_last=self.last_model_path)
         candidates = self._candidates(trainer)
         if topk and self.save_top_k != 0:
             if self.monitor is None:

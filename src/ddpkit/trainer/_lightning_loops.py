@@ -147,6 +147,7 @@ def read_position(checkpoint: dict[str, Any]) -> dict[str, Any]:
         epochs, skip = processed, now if in_epoch else 0
     total = int(batch["total"]["ready"])
     return {
+        "is_last_batch": bool(batch.get("is_last_batch", False)),
         "epochs_completed": epochs,
         "epoch_batches": skip,
         "batches_stepped": int(fit["epoch_loop.state_dict"].get("_batches_that_stepped", step)),

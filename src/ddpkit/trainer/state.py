@@ -23,8 +23,9 @@ __all__ = ["LoopState", "StageOutput", "TrainerState"]
 #: the fit loop's counters: what a checkpoint keeps of it, and a second fit goes on from
 _FIT_COUNTERS = (
     "current_epoch", "global_step", "epochs_completed", "batches_stepped", "epoch_batches",
-    "fit_batches", "scheduler_steps", "epoch_start", "val_batches",
+    "fit_batches", "scheduler_steps", "epoch_start", "val_batches", "is_last_batch",
 )  # fmt: skip
+_ZEROS: dict[str, Any] = {"epoch_start": (0, 0, 0), "val_batches": (0, 0), "is_last_batch": False}
 
 
 @dataclass
@@ -112,8 +113,7 @@ class LoopState:
         self.should_stop = False
         self.eval_rows_seen = 0
         self.training_batches = None  # a fit that failed early may have left its counter
-        if fn == "fit":  # the fit loop's (Lightning's is_last_batch outlives the fit)
-            self.is_last_batch = False
+        if fn == "fit":  # (is_last_batch is the fit loop's: a fit's counters set it)
             self.fitted = True
             self.step_rows = self.epoch_rows = 0
 
@@ -124,8 +124,7 @@ class LoopState:
     def restore_fit_progress(self, progress: dict[str, Any] | None) -> None:
         """The counters a fit starts from: ``progress`` (a second fit), else zero."""
         for name in _FIT_COUNTERS:
-            zero = {"epoch_start": (0, 0, 0), "val_batches": (0, 0)}.get(name, 0)
-            setattr(self, name, (progress or {}).get(name, zero))
+            setattr(self, name, (progress or {}).get(name, _ZEROS.get(name, 0)))
 
     def end(self, status: str = "finished") -> None:
         self.status = TrainerState(fn=self.status.fn, stage=None, status=status)
