@@ -55,8 +55,6 @@ CASES: dict[str, Case] = {
         {"max_epochs": 2, "enable_checkpointing": True},
         ("fit", "resume"),
         {"callbacks": checkpoint(save_last=True)},
-        # no batch ran; Lightning restores its batch progress
-        ignore=("attributes.is_last_batch",),
     ),
     "resume mid-training": Case(
         {"max_epochs": 3, "enable_checkpointing": True, "limit_train_batches": 2},
@@ -100,9 +98,6 @@ CASES: dict[str, Case] = {
     "a checkpoint's hyperparameters": Case(
         {"max_epochs": 1},
         spec={"callbacks": checkpoint(), "module": {"hparams": {"width": 3, "name": "a"}}},
-    ),
-    "the last checkpoint's path in the first checkpoint": Case(
-        {"max_epochs": 2}, spec={"callbacks": checkpoint(save_top_k=-1, save_last=True)}
     ),
     "two optimizers": Case(
         {"max_epochs": 1},
@@ -204,23 +199,20 @@ KNOWN: dict[str, tuple[str, Case]] = {
         "([]) in Lightning",
         Case({"max_epochs": 1}, ("validate", "test")),
     ),
-    "is_last_batch after a resume": (
-        "a resumed fit's is_last_batch is False until a batch runs; Lightning restores True",
-        Case(
-            {"max_epochs": 2, "limit_train_batches": 2},
-            ("fit_one_epoch", "resume"),
-            {"callbacks": checkpoint(save_last=True)},
-        ),
-    ),
     "info on a keyword given its default": (
         "Lightning logs an INFO line for limit_*_batches / val_check_interval given as 1.0; "
         "ddpkit logs none",
         Case({"max_epochs": 1, "limit_train_batches": 1.0, "val_check_interval": 1.0}),
     ),
     "[] batches of a loop that does not run": (
-        "num_sanity_val_batches without a sanity check (or at its start) and num_val_batches "
-        "without validation batches are [0] in ddpkit, [] in Lightning",
+        "num_sanity_val_batches without a sanity check and num_val_batches without validation "
+        "batches are [0] in ddpkit, [] in Lightning",
         Case({"max_epochs": 1, "num_sanity_val_steps": 0, "limit_val_batches": 0}),
+    ),
+    "batch counts in the sanity check": (
+        "at on_sanity_check_start num_sanity_val_batches is [0] in ddpkit, the previous count "
+        "in Lightning; during the check Lightning clips num_test_batches to it, ddpkit does not",
+        Case({"max_epochs": 1}, ("test", "fit")),
     ),
     "min_epochs given min_steps": (
         "min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0",
@@ -252,8 +244,6 @@ for _name, (_, _case) in KNOWN.items():
 
 #: case -> the difference from Lightning it still shows (issue 33): xfail(strict=True)
 DIFFERENT = {
-    "the last checkpoint's path in the first checkpoint": "ModelCheckpoint's state saved in the "
-    "first top-k file names last.ckpt in ddpkit; Lightning's is '' (last.ckpt is written after)",
     **{f"known: {name}": reason for name, (reason, _) in KNOWN.items()},
 }
 

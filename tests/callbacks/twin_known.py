@@ -50,26 +50,32 @@ def _empty_or_zero(a: Any, b: Any) -> bool:
 
 
 def _empty_counts(lightning: Effects, ddpkit: Effects) -> None:
-    _seen(CALLBACK_HOOKS, ("num_val_batches", "num_sanity_val_batches"), _empty_or_zero)(
-        lightning, ddpkit
-    )
-    for name in ("num_val_batches", "num_sanity_val_batches"):
+    names = ("num_val_batches", "num_sanity_val_batches")
+    _seen(CALLBACK_HOOKS, names, _empty_or_zero)(lightning, ddpkit)
+    for name in names:
         if _empty_or_zero(lightning["attributes"].get(name), ddpkit["attributes"].get(name)):
             del lightning["attributes"][name], ddpkit["attributes"][name]
 
 
 def _num_val_batches(lightning: Effects, ddpkit: Effects) -> None:
+    """After a validate, every later stage's num_val_batches."""
     for effects in (lightning, ddpkit):
         calls = [call for call, _ in effects["stages"]]
         first = next((i for i, c in enumerate(calls) if c.startswith("validate")), None)
-        if first is not None and any(c.startswith(("test", "predict")) for c in calls[first:]):
+        if first is not None and first < len(calls) - 1:
             _seen(CALLBACK_HOOKS, ("num_val_batches",))(effects, effects)
             effects["attributes"].pop("num_val_batches", None)
 
 
-def _is_last_batch(lightning: Effects, ddpkit: Effects) -> None:
-    if any(call == "resume" for call, _ in lightning["stages"]):
-        _seen(CALLBACK_HOOKS, ("is_last_batch",))(lightning, ddpkit)
+def _sanity_counts(lightning: Effects, ddpkit: Effects) -> None:
+    """num_sanity_val_batches at on_sanity_check_start; num_test_batches / num_predict_batches
+    while the sanity check runs."""
+    for effects in (lightning, ddpkit):
+        for hook, _, values in effects["seen"]:
+            if hook == "on_sanity_check_start":
+                values.pop("num_sanity_val_batches", None)
+            if values.get("sanity_checking"):
+                values.pop("num_test_batches", None), values.pop("num_predict_batches", None)
 
 
 def _default_info(lightning: Effects, ddpkit: Effects) -> None:
@@ -90,6 +96,20 @@ def _should_stop(lightning: Effects, ddpkit: Effects) -> None:
         effects["attributes"].pop("should_stop", None)
 
 
+def _sanity_metrics(lightning: Effects, ddpkit: Effects) -> None:
+    """The sanity check's values, in Lightning's logged / progress bar metrics until it ends
+    (and after it, where it ended in a refusal)."""
+    hooks = ("on_validation_epoch_end", "on_validation_end", "on_sanity_check_end", "on_exception")
+    _seen(hooks, ("logged_metrics", "progress_bar_metrics"))(lightning, ddpkit)
+    if (
+        lightning["error"]
+        and lightning["seen"]
+        and any(s[2].get("sanity_checking") for s in lightning["seen"][-2:])
+    ):
+        for effects in (lightning, ddpkit):
+            effects["logged_metrics"], effects["progress_bar_metrics"] = {}, {}
+
+
 def _min_epochs(lightning: Effects, ddpkit: Effects) -> None:
     if (lightning["attributes"].get("min_epochs"), ddpkit["attributes"].get("min_epochs")) == (
         1,
@@ -107,27 +127,32 @@ APART: dict[str, Drop] = {
     "the previous stage at setup": _seen(("setup",), (*_METRICS, "num_val_batches")),
     # Lightning shows the sanity check's epoch values in logged / progress bar metrics until
     # the check ends; ddpkit shows none
-    "sanity check metrics": _seen(
-        ("on_validation_epoch_end", "on_validation_end", "on_sanity_check_end"),
-        ("logged_metrics", "progress_bar_metrics"),
-    ),
+    "sanity check metrics": _sanity_metrics,
     # Lightning keeps the stage's flag at `on_exception` (and a checkpoint's load); ddpkit has
     # ended the stage
-    "stage flags at on_exception": _seen(("on_exception", "on_load_checkpoint"), _STAGE_FLAGS),
+    "stage flags at on_exception": _seen(
+        ("on_exception", "on_load_checkpoint"), (*_STAGE_FLAGS, "sanity_checking")
+    ),
     # outside a validate, Lightning's num_val_batches is the fit's; ddpkit keeps a validate's
     "num_val_batches after validate": _num_val_batches,
-    # a resumed fit shows the checkpoint's is_last_batch in Lightning until a batch runs
-    "is_last_batch after a resume": _is_last_batch,
+    # a fit shows the previous fit's (or the checkpoint's) is_last_batch in Lightning until a
+    # batch runs; ddpkit's is False
+    # Lightning shows the previous count at on_sanity_check_start, and clips every evaluation
+    # loop's count (num_test_batches too) to num_sanity_val_steps during the check
+    "batch counts in the sanity check": _sanity_counts,
     # Lightning logs an INFO line for a limit_*_batches / val_check_interval given as 1.0
     "info on a keyword given its default": _default_info,
-    # an evaluation's step values are in Lightning's logged_metrics at its batch hooks
+    # an evaluation's step values are in Lightning's logged_metrics (and progress bar
+    # metrics) at its batch hooks
     "evaluation step values in logged_metrics": _seen(
         tuple(f"on_{s}_batch_{e}" for s in ("validation", "test") for e in ("start", "end")),
-        ("logged_metrics",),
+        ("logged_metrics", "progress_bar_metrics"),
     ),
-    # a loop that does not run (no sanity check, no validation batches; the sanity check at its
-    # start) counts [] batches in Lightning, [0] in ddpkit
+    # a loop that does not run (no sanity check, no validation batches) counts [] batches in
+    # Lightning, [0] in ddpkit
     "[] batches of a loop that does not run": _empty_counts,
+    # ModelCheckpoint's state in a file it writes: Lightning's last_model_path is the last file
+    # written before (none in the first), ddpkit's already the last file about to be written
     # min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0
     "min_epochs given min_steps": _min_epochs,
     # after a fit an EarlyStopping stopped, Lightning's trainer.should_stop stays True

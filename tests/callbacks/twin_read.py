@@ -185,11 +185,11 @@ def recording_logger(base: type, store: Any) -> Any:
 
 def _position_lightning(loops: dict[str, Any]) -> tuple[int, int]:
     fit = loops["fit_loop"]
-    epochs = fit["epoch_progress"]["current"]["completed"]
+    epochs = fit["epoch_progress"]["current"]
     batches = fit["epoch_loop.batch_progress"]
-    if batches["is_last_batch"]:  # the epoch's batches are all trained: the next epoch is next
-        return epochs + 1, 0
-    return epochs, batches["current"]["processed"]
+    if batches["is_last_batch"] and epochs["ready"] > epochs["completed"]:
+        return epochs["completed"] + 1, 0  # a started epoch's batches all trained: the next
+    return epochs["completed"], 0 if batches["is_last_batch"] else batches["current"]["processed"]
 
 
 def _position_ddpkit(loops: dict[str, Any], batches_per_epoch: Any) -> tuple[int, int]:
