@@ -191,7 +191,7 @@ def run(
     base_logger = pl.loggers.Logger if kind == "lightning" else ddpkit.loggers.Logger
     base_module = pl.LightningModule if kind == "lightning" else ddpkit.Module
     effects = Effects()
-    extra = _callbacks(lib, callbacks)
+    extra: list[Any] = []
     logger = options.pop("logger", None)
     folder = root / kind
     common = {
@@ -201,7 +201,7 @@ def run(
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "default_root_dir": folder,
-        "callbacks": [twin_read.watching_callback(base_callback, effects), *extra],
+        "callbacks": [twin_read.watching_callback(base_callback, effects)],
         **options,
     }
     spec = dict(module or {})
@@ -210,7 +210,7 @@ def run(
     loaders = None if own else (lambda train: data(**(loader or {}), train=train))
     trainer: Any = None
     printed = io.StringIO()
-    step = "Trainer"
+    step = "callbacks"  # a callback's refusal is at its construction
     with (
         warnings.catch_warnings(),
         _info_lines(effects, folder),
@@ -218,6 +218,9 @@ def run(
     ):
         warnings.simplefilter("ignore")  # Lightning's advice about workers and batch sizes
         try:
+            extra += _callbacks(lib, callbacks)
+            common["callbacks"] += extra
+            step = "Trainer"
             trainer = lib.Trainer(**common)
             for step in calls:
                 effects.stages.append((step, []))
