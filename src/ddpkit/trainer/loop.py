@@ -99,8 +99,12 @@ def run_stage(
         try:
             result = _run(ctx, request)
         except BaseException as exception:
-            state.end("interrupted")
-            ctx.dispatch.call_callbacks("on_exception", exception)
+            # Lightning's: interrupted, the stage's flags still set, then on_exception
+            state.status.status = "interrupted"
+            try:
+                ctx.dispatch.call_callbacks("on_exception", exception)
+            finally:
+                state.end("interrupted")
             for logger in state.loggers:
                 logger.finalize("failed")
             raise

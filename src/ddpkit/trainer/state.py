@@ -25,6 +25,7 @@ _FIT_COUNTERS = (
     "current_epoch", "global_step", "epochs_completed", "batches_stepped", "epoch_batches",
     "fit_batches", "scheduler_steps", "epoch_start", "val_batches", "is_last_batch",
 )  # fmt: skip
+_FIRST_STAGE = {"fit": "train", "validate": "validate", "test": "test", "predict": "predict"}
 _ZEROS: dict[str, Any] = {"epoch_start": (0, 0, 0), "val_batches": (0, 0), "is_last_batch": False}
 
 
@@ -109,7 +110,8 @@ class LoopState:
     with each stage and each time the loader is made again."""
 
     def begin(self, fn: str) -> None:
-        self.status = TrainerState(fn=fn, stage=None, status="running")
+        # Lightning's: the stage's flag (trainer.training, ...) is set before its first hook
+        self.status = TrainerState(fn=fn, stage=_FIRST_STAGE.get(fn), status="running")
         self.should_stop = False
         self.eval_rows_seen = 0
         self.training_batches = None  # a fit that failed early may have left its counter
