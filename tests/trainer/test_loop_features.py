@@ -30,8 +30,12 @@ def test_min_steps_keeps_training_past_an_early_stop(tmp_path: Path) -> None:
         def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
             trainer.should_stop = True
 
+    # Lightning's _parse_loop_limits: min_steps without min_epochs means min_epochs=1, so the
+    # first epoch (8 batches) runs out before the stop counts
     trainer, _ = fit(tmp_path, callbacks=[StopsAtOnce()], min_steps=5, max_epochs=3)
-    assert trainer.global_step == 5
+    assert trainer.global_step == 8
+    trainer, _ = fit(tmp_path / "c", callbacks=[StopsAtOnce()], min_steps=11, max_epochs=3)
+    assert trainer.global_step == 11  # in the second epoch, once min_steps is met
     trainer, _ = fit(tmp_path / "b", callbacks=[StopsAtOnce()], max_epochs=3)
     assert trainer.global_step == 1
 

@@ -268,6 +268,8 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
                 f"Trainer({lo_name}={low}, {hi_name}={high}): {lo_name} exceeds {hi_name}. "
                 f"Fix: Trainer({lo_name}={high}, {hi_name}={high})."
             )
+    if min_epochs_given is None and min_steps is not None:
+        min_epochs = 1  # Lightning's: a stop asked for in the first epoch waits for its end
     return {
         "max_epochs": max_epochs,
         "min_epochs": min_epochs,

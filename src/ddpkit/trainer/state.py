@@ -93,6 +93,8 @@ class LoopState:
     """``global_step``, ``fit_batches`` and ``scheduler_steps`` when the running epoch began."""
     val_batches: tuple[int, int] = (0, 0)
     """The fit's validation batches in the running epoch, and in its latest validation."""
+    said: set[str] = field(default_factory=set)
+    """The INFO lines Lightning logs once per Trainer, said already."""
     dispatcher: Any = None
     """The running stage's hook dispatcher (``trainer.save_checkpoint`` calls the hooks)."""
     step_rows: int = 0
@@ -112,7 +114,6 @@ class LoopState:
     def begin(self, fn: str) -> None:
         # Lightning's: the stage's flag (trainer.training, ...) is set before its first hook
         self.status = TrainerState(fn=fn, stage=_FIRST_STAGE.get(fn), status="running")
-        self.should_stop = False
         self.eval_rows_seen = 0
         self.training_batches = None  # a fit that failed early may have left its counter
         if fn == "fit":  # (is_last_batch is the fit loop's: a fit's counters set it)

@@ -229,6 +229,8 @@ class FitLoop:
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
                 stopping = state.should_stop and _can_stop(ctx)
+            if state.should_stop and not stopping and not last:
+                _continue_note(ctx)
             if boundary:
                 for sched in step_plateaus:
                     if (batch_idx + 1) % sched.frequency == 0:
@@ -303,6 +305,19 @@ def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
         state.step_rows += 1
     pending.clear()
     metrics.step_row_due = rows and (state.global_step + 1) % every == 0
+
+
+def _continue_note(ctx: StageContext) -> None:
+    """Lightning's INFO line, once per Trainer, when a stop must wait for the minimums."""
+    config, said = ctx.config, ctx.state.said
+    message = (
+        f"Trainer was signaled to stop but the required `min_epochs={config.min_epochs!r}` or "
+        f"`min_steps={config.min_steps!r}` has not been met. Training will continue..."
+    )
+    if message not in said:
+        said.add(message)
+        if ctx.plugin.is_global_zero:
+            rank_zero_info(message)
 
 
 def _can_stop(ctx: StageContext) -> bool:
