@@ -96,6 +96,62 @@ class NeitherSignature(pl.Callback):
         pass
 
 
+class Signatures19(pl.Callback):
+    """1.9's own evaluation batch hooks: ``dataloader_idx`` required."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(("validation_start", dataloader_idx))
+
+    def on_validation_batch_end(
+        self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx
+    ):  # type: ignore[no-untyped-def]
+        self.seen.append(("validation_end", dataloader_idx))
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(("test_end", dataloader_idx))
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(("predict_start", dataloader_idx))
+
+
+class Evaluated19(Base):
+    """The module's evaluation batch hooks with 1.9's signatures."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, int]] = []
+
+    def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None:
+        pass
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        pass
+
+    def predict_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> Any:
+        return batch_idx
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(("validation_end", dataloader_idx))
+
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx):  # type: ignore[no-untyped-def]
+        self.seen.append(("predict_end", dataloader_idx))
+
+
+class SavesLike2x(pl.Callback):
+    """``on_save_checkpoint`` with the signature 1.4–1.9 and 2.x share; ``state`` returned as
+    1.4–1.7 did when given."""
+
+    def __init__(self, state: dict[str, int] | None = None) -> None:
+        self.state, self.saves = state, 0
+
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Any) -> Any:
+        self.saves += 1
+        return self.state
+
+
 class OneXEpochEnd(pl.Callback):
     def __init__(self) -> None:
         self.calls = 0
@@ -161,6 +217,55 @@ def test_a_1x_signature_is_called_with_1x_arguments_and_warns(tmp_path: Path) ->
         )
         for w in record
     )
+
+
+def test_1_9s_evaluation_batch_hooks_get_dataloader_idx_0_with_one_loader(tmp_path: Path) -> None:
+    """1.9's own signatures require ``dataloader_idx``; 1.9.5 passed 0 with one loader, Lightning
+    2.x passes it only with several (then each loader's index, as here with two)."""
+    model, callback = Evaluated19(), Signatures19()
+    data = DataLoader(TensorDataset(torch.ones(2, 2)), batch_size=2)
+    run = trainer(tmp_path, callbacks=[callback])
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        run.validate(model, dataloaders=data, verbose=False)
+        run.validate(model, dataloaders=[data, data], verbose=False)
+        run.test(model, dataloaders=data, verbose=False)
+        run.predict(model, dataloaders=data)
+    assert callback.seen == [("validation_start", 0), ("validation_end", 0),
+                             ("validation_start", 0), ("validation_end", 0),
+                             ("validation_start", 1), ("validation_end", 1),
+                             ("test_end", 0), ("predict_start", 0)]  # fmt: skip
+    assert model.seen == [("validation_end", 0)] * 2 + [("validation_end", 1), ("predict_end", 0)]
+    assert any(
+        str(w.message).startswith(
+            "Signatures19.on_validation_batch_end(trainer, pl_module, outputs, batch, batch_idx, "
+            "dataloader_idx): Lightning 1.x's signature; ddpkit calls it with 1.x's arguments. "
+            "Lightning 2.x's: on_validation_batch_end(trainer, pl_module, outputs, batch, "
+            "batch_idx, dataloader_idx=0)."
+        )
+        for w in record
+    )
+
+
+def test_on_save_checkpoint_with_2xs_signature_warns_only_when_it_returns_a_state(
+    tmp_path: Path,
+) -> None:
+    """1.4–1.9's signature is 2.x's: no 1.x warning (the suite makes one an error); a state
+    returned (1.4–1.7) is saved as the callback's, with a warning naming state_dict."""
+    plain = SavesLike2x()
+    trainer(tmp_path / "a", callbacks=[plain], max_epochs=1, max_steps=-1).fit(Base())
+    assert plain.saves == 1
+    returning = SavesLike2x({"kept": 3})
+    run = trainer(tmp_path / "b", callbacks=[returning], max_epochs=2, max_steps=-1)
+    with pytest.warns(DDPKitDeprecationWarning) as record:
+        run.fit(Base())
+    said = [str(w.message) for w in record if "on_save_checkpoint" in str(w.message)]
+    assert said == [
+        "SavesLike2x.on_save_checkpoint returns the callback's state: Lightning 1.0–1.7's way to "
+        "save it (1.8 refused it); ddpkit saves it where Lightning 2.x keeps callback states. "
+        "Lightning 2.x's spelling: state_dict() returns it, load_state_dict(state) gets it back."
+    ]  # once, for two saves
+    saved = torch.load(run.checkpoint_callback.best_model_path, weights_only=False)
+    assert returning.saves == 2 and saved["callbacks"]["SavesLike2x"] == {"kept": 3}
 
 
 def test_a_signature_of_neither_1x_nor_2x_is_refused_before_the_stage_starts(

@@ -46,11 +46,8 @@ def test_a_1x_gan_trains_as_the_2x_manual_gan(
     if call == "unused_false":  # subprocess launcher: this process was rank 0
         # 1.x counted a batch as one step (2.x's manual GAN: one per optimizer step).
         assert ours["global_step"] == 2 * 6 and reference["global_step"] == 2 * 2 * 6
-        # training_epoch_end: outputs[optimizer_idx][batch], each with the loss detached.
-        assert (
-            ours["epoch_outputs"]
-            == [[[(["loss"], False)] * 6, [(["batch", "loss"], False)] * 6]] * 2
-        )
+        # training_epoch_end: outputs[batch][optimizer_idx] (1.6–1.9), the loss detached.
+        assert ours["epoch_outputs"] == [[[(["loss"], False), (["batch", "loss"], False)]] * 6] * 2
         said = (out / "fit_warnings.txt").read_text()
         assert "ddpkit runs this fit with find_unused_parameters=True" in said
 
@@ -143,6 +140,24 @@ def test_with_frequencies_a_scheduler_steps_only_where_its_optimizer_is_active(
     assert (b_steps, a_epoch_steps) == (5, 1)
     assert opt_b.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**b_steps)
     assert opt_a.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**a_epoch_steps)
+
+
+def test_learning_rate_monitor_logs_a_step_schedulers_rate_at_every_step(tmp_path: Path) -> None:
+    """1.9.5's LearningRateMonitor under a 1.x GAN's schedulers: the step-interval one's rate at
+    every step, the epoch one's at every epoch (each scheduler keeps its interval)."""
+    from pytorch_lightning.callbacks import LearningRateMonitor
+    from pytorch_lightning.loggers import CSVLogger
+
+    monitor = LearningRateMonitor()
+    trainer = Trainer(accelerator="cpu", devices=1, max_epochs=2, limit_train_batches=3,
+                      logger=CSVLogger(tmp_path), log_every_n_steps=1, callbacks=[monitor],
+                      enable_progress_bar=False, enable_model_summary=False,
+                      enable_checkpointing=False)  # fmt: skip
+    trainer.fit(Two())
+    assert [c.interval for c in trainer.lr_scheduler_configs] == ["epoch", "step"]
+    assert monitor.lrs["lr-SGD"] == pytest.approx([0.1, 0.05])  # an epoch scheduler
+    # every step, halved every second batch counted across epochs (frequency 2)
+    assert monitor.lrs["lr-SGD-1"] == pytest.approx([0.1 * 0.5 ** ((i + 1) // 2) for i in range(6)])
 
 
 def test_gradient_clipping_goes_through_the_1x_hook(tmp_path: Path) -> None:

@@ -167,7 +167,8 @@ class OneXHooks(pl.Callback):
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: Any, outputs: Any, *_: Any
     ) -> None:
-        if self.first and self.stage.keep_train_outputs and outputs not in (None, {}):
+        empty = outputs is None or (isinstance(outputs, dict | list) and not outputs)
+        if self.first and self.stage.keep_train_outputs and not empty:
             self.stage.train_outputs.append(outputs)  # 1.x kept no output of a None step
         if not self.first:
             self._call("on_batch_end", trainer, pl_module, module_too=False)

@@ -9,14 +9,30 @@ ckpt_path="best")`` after a fit failed inside the ranks. ddpkit.lightning loads 
 and top-k files of its Trainers, a ``trainer.save_checkpoint`` path) or ``"best"`` / ``"last"``,
 which name those; every other file loads with torch's default (``weights_only=True``), and
 ``weights_only=False`` given by the caller is honoured as given.
+
+What a stage restores from its ``ckpt_path`` is 1.x's too (:func:`callbacks_restored_in_fit_only`):
+Lightning 2.x restores the callbacks' states at every stage, so ``trainer.test(ckpt_path="best")``
+after a fit put ``EarlyStopping``'s wait count and ``ModelCheckpoint``'s last path back to the
+checkpoint's; 1.x restored the module and the data module at every stage, the callbacks only
+when fitting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["trust", "trust_trainer", "trusted", "weights_only_for"]
+from ddpkit.lightning._adapters import OneXHooks
+
+__all__ = [
+    "callbacks_restored_in_fit_only",
+    "trust",
+    "trust_trainer",
+    "trusted",
+    "weights_only_for",
+]
 
 _TRUSTED: set[str] = set()
 
@@ -54,3 +70,37 @@ def weights_only_for(path: Any, given: bool | None) -> bool | None:
     if path in ("best", "last") or trusted(path):
         return False
     return None
+
+
+class _DataModuleOnly:
+    """The checkpoint connector's ``restore_callbacks`` for a stage other than ``fit``: the
+    callbacks keep their state; only a 1.x data module's ``on_load_checkpoint`` runs (1.0–1.5
+    called it at every stage; ddpkit calls it from a callback of its own,
+    :class:`~ddpkit.lightning._adapters.OneXHooks`)."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def __call__(self) -> None:
+        trainer = self.trainer
+        checkpoint = trainer._checkpoint_connector._loaded_checkpoint
+        if not checkpoint:
+            return
+        for callback in trainer.callbacks:
+            if isinstance(callback, OneXHooks):
+                callback.on_load_checkpoint(trainer, trainer.lightning_module, checkpoint)
+
+
+@contextlib.contextmanager
+def callbacks_restored_in_fit_only(trainer: Any, stage: str) -> Iterator[None]:
+    """For one stage other than ``fit``: its ``ckpt_path`` restores the module and the data
+    module, not the callbacks (see the module)."""
+    if stage == "fit":
+        yield
+        return
+    connector = trainer._checkpoint_connector
+    vars(connector)["restore_callbacks"] = _DataModuleOnly(trainer)
+    try:
+        yield
+    finally:
+        vars(connector).pop("restore_callbacks", None)

@@ -10,7 +10,10 @@ arguments and trains ``ddpkit.lightning.Trainer`` (whose signature holds 1.x's k
   and 1.4 did: the constructor parses, instantiates, then runs ``prepare_fit_kwargs()``,
   ``before_fit()``, ``fit()`` and ``after_fit()`` — ``trainer.fit(model, datamodule=...)``;
 - with one (``python train.py fit --trainer.max_epochs 5``), as 1.5–1.9 did (``run=True``): the
-  subcommands of Lightning 2.x. ``run=False`` parses and instantiates only, in either case.
+  subcommands of Lightning 2.x, with the stage's own arguments (``test --ckpt_path x.ckpt
+  --verbose false``). ``run=False`` parses and instantiates only, in either case. As in 1.x, a
+  ``--ckpt_path`` loads the checkpoint's weights, not its hyperparameters, into the model the
+  command line describes.
 
 1.x's arguments in 2.x's spelling: ``save_config_filename`` / ``save_config_overwrite`` /
 ``save_config_multifile`` → ``save_config_kwargs``; ``description``, ``env_prefix``,
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 _SUBCOMMANDS = ("fit", "validate", "test", "predict")
+#: the 1.x loader keyword of ``ddpkit.lightning.Trainer``'s stage methods (renamed in 1.4)
+_LOADERS_1X = {"fit": "train_dataloader", "validate": "val_dataloaders", "test": "test_dataloaders"}
 #: 1.x argument → (where 2.x takes it, the key there)
 _MOVED = {
     "save_config_filename": ("save_config_kwargs", "config_filename"),
@@ -168,6 +173,20 @@ class LightningCLI(lightning_cli.LightningCLI):
             self.before_fit()
             self.fit()
             self.after_fit()
+
+    @staticmethod
+    def subcommands() -> dict[str, set[str]]:
+        """Lightning's, less the Trainer's 1.x loader keywords too (``ddpkit.lightning.Trainer``
+        takes ``fit(train_dataloader=...)`` and co.): the loaders come from the data module."""
+        found = lightning_cli.LightningCLI.subcommands()
+        for name, old in _LOADERS_1X.items():
+            found[name] = {*found[name], old}
+        return found
+
+    def _parse_ckpt_path(self) -> None:
+        """1.x's: the model is built from the command line and the config files only, and
+        ``--ckpt_path`` loads its weights when the subcommand runs (Lightning 2.x also reads
+        the checkpoint's hyperparameters into the model's arguments first)."""
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()

@@ -10,7 +10,6 @@ as attributes; each given one warns once, naming the 2.x spelling: an attribute 
 from __future__ import annotations
 
 import functools
-from argparse import ArgumentParser, Namespace
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +50,7 @@ def _has(name: str, stage: str | None) -> property:
     return property(read)
 
 
-class LightningDataModule(pl.LightningDataModule):
+class LightningDataModule(pl.LightningDataModule, arguments.ArgparseAPI):
     """``pytorch_lightning.LightningDataModule`` with Lightning 1.x's argparse class methods and
     constructor arguments (see the module)."""
 
@@ -113,27 +112,3 @@ class LightningDataModule(pl.LightningDataModule):
         """1.0–1.6's ``dm.size()``: ``self.dims``, or its entry ``dim``."""
         dims = getattr(self, "dims", None)
         return dims[dim] if dim is not None and dims is not None else dims
-
-    @classmethod
-    def add_argparse_args(
-        cls, parent_parser: ArgumentParser, *, use_argument_group: bool = True
-    ) -> ArgumentParser:
-        """Lightning 1.x's: a ``--<argument>`` per argument of the class's ``__init__``."""
-        return arguments.add_argparse_args(
-            cls, parent_parser, use_argument_group=use_argument_group
-        )
-
-    @classmethod
-    def from_argparse_args(cls, args: Namespace | ArgumentParser, **kwargs: Any) -> Any:
-        """Lightning 1.x's: the data module built from the parsed arguments it takes."""
-        return arguments.from_argparse_args(cls, args, **kwargs)
-
-    @classmethod
-    def parse_argparser(cls, arg_parser: ArgumentParser | Namespace) -> Namespace:
-        """Lightning 1.x's: parse, then a bool flag given without a value is True."""
-        return arguments.parse_argparser(cls, arg_parser)
-
-    @classmethod
-    def get_init_arguments_and_types(cls) -> list[tuple[str, tuple[Any, ...], Any]]:
-        """Lightning 1.x's: ``(name, types, default)`` of each argument of ``__init__``."""
-        return arguments.get_init_arguments_and_types(cls)

@@ -43,8 +43,10 @@ class EpochEndOutputs(pl.Callback):
         self.outputs: dict[str, dict[int, list[Any]]] = {}
 
     def _keep(self, loop: str, outputs: Any, dataloader_idx: int = 0) -> None:
-        if outputs is None or (loop == "train" and isinstance(outputs, dict) and not outputs):
-            return  # 1.x kept nothing of a step that returned None (2.x passes {} or None)
+        if outputs is None or (
+            loop == "train" and isinstance(outputs, dict | list) and not outputs
+        ):
+            return  # 1.x kept nothing of a step that returned None (2.x passes {}, 1.x [])
         if loop in self.hooks:
             self.outputs.setdefault(loop, {}).setdefault(dataloader_idx, []).append(outputs)
 

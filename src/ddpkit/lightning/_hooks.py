@@ -26,7 +26,7 @@ from ddpkit.core.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._adapters import ADAPTED, INSTEAD, OneXHooks, step_output
-from ddpkit.lightning._shims import SHIMS, Redirect, Stage, defined
+from ddpkit.lightning._shims import SHIMS, Redirect, Stage, defined, one_x_signature
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["check_hooks", "one_optimizer_1x_hooks", "one_x_hooks"]
@@ -137,13 +137,16 @@ def _shims(installed: _Installed, stage: Stage, owned: list[tuple[str, Any, type
             if hook is not None and fits(hook):
                 installed.set(obj, name, Redirect(obj, name, how, stage))
                 stage.keep_train_outputs |= name == "on_train_epoch_end"
-                _warn_signature(obj, name, hook, base)
+                if one_x_signature(owner, name, hook):
+                    _warn_signature(obj, name, hook, base)
 
 
 def _params(fn: Any) -> str:
-    """``(trainer, pl_module, batch)``: the parameter names, without ``self`` or annotations."""
-    names = [n for n in inspect.signature(fn).parameters if n not in ("self", "cls")]
-    return f"({', '.join(names)})"
+    """``(trainer, pl_module, batch, dataloader_idx=0)``: the parameters with their defaults,
+    without ``self`` or annotations."""
+    found = inspect.signature(fn).parameters.values()
+    shown = [str(p.replace(annotation=p.empty)) for p in found if p.name not in ("self", "cls")]
+    return f"({', '.join(shown)})"
 
 
 def _warn_signature(obj: Any, name: str, hook: Any, base: type) -> None:

@@ -18,11 +18,13 @@ DDP stay Lightning's):
   (``interval``, ``frequency``, ``monitor`` of the scheduler dicts, ``ReduceLROnPlateau`` after
   validation): Lightning's own scheduler update runs for this module — with optimizer
   ``"frequency"`` only for the schedulers of the optimizers active at that batch, counted across
-  epochs (1.x's ``update_lr_schedulers``);
-- ``training_epoch_end(outputs)`` gets ``outputs[optimizer_idx][batch]`` as 1.5–1.9 passed it
-  (each a dict with the detached ``"loss"``); ``on_train_batch_end`` gets
-  ``{optimizer_idx: output}`` of the optimizers that ran (1.x passed a list: Lightning 2.x's
-  manual loop takes a dict).
+  epochs (1.x's ``update_lr_schedulers``); the Trainer's scheduler configs keep each one's
+  ``interval``, so ``LearningRateMonitor`` logs a step scheduler's rate at every step;
+- ``training_epoch_end(outputs)`` gets ``outputs[batch][optimizer_idx]`` and
+  ``on_train_batch_end`` a list of the outputs of the optimizers that ran, as 1.9 passed them
+  (each a dict with the detached ``"loss"``; :mod:`ddpkit.lightning._batch_outputs`). Lightning
+  2.x's manual loop takes a dict by optimizer index back from ``training_step``, which 1.x's
+  list is made from.
 
 Refused before any rank starts: ``accumulate_grad_batches`` other than 1 (1.x accumulated per
 optimizer; Lightning 2.x's manual optimization leaves it to ``training_step``) and gradient
@@ -53,6 +55,7 @@ from pytorch_lightning.trainer import call
 from ddpkit.core.optimizer_hooks import keywords_of
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._adapters import step_output
+from ddpkit.lightning._batch_outputs import epoch_end_outputs
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["is_1x_multi_optimizer", "multi_optimizer_stage"]
@@ -93,8 +96,8 @@ class OneXOptimization:
         self.frequencies: list[int] = []
         self.scheduler_configs: list[Any] = []
         self.clip: tuple[Any, Any] = (None, None)
-        #: optimizer index → the outputs of its passes this epoch (kept for training_epoch_end)
-        self.epoch_outputs: dict[int, list[Any]] = {}
+        #: each batch's outputs by optimizer index this epoch (kept for training_epoch_end)
+        self.epoch_outputs: list[dict[int, Any]] = []
         self.keep_outputs = callable(getattr(type(module), "training_epoch_end", None))
         #: a configure_optimizers the instance holds (assigned by LightningCLI, or the user)
         self.own_configure: Any = vars(module).get("configure_optimizers")
@@ -128,7 +131,11 @@ class OneXOptimization:
                 f"of {len(optimizers)} optimizer dicts have a 'frequency'. Fix: give each one "
                 f"a frequency, or none."
             )
-        return list(optimizers), [c.scheduler for c in self.scheduler_configs]
+        # The keys manual optimization keeps, which LearningRateMonitor reads (its interval).
+        kept_keys = ("scheduler", "name", "interval", "frequency")
+        return list(optimizers), [
+            {key: getattr(c, key) for key in kept_keys} for c in self.scheduler_configs
+        ]
 
     # -- training_step -------------------------------------------------------------------------
 
@@ -152,9 +159,9 @@ class OneXOptimization:
                 output = self._step(batch, batch_idx, index, optimizer, len(optimizers))
             kept = _epoch_output(output)
             if kept is not None:
-                if self.keep_outputs:
-                    self.epoch_outputs.setdefault(index, []).append(kept)
                 outputs[index] = kept
+        if self.keep_outputs:  # a batch without outputs too: it counts in 1.x's squeeze
+            self.epoch_outputs.append(dict(outputs))
         # Lightning's manual loop takes a dict (or a tensor, or None) back.
         if len(optimizers) == 1:
             return outputs.get(0)
@@ -233,12 +240,9 @@ class OneXOptimization:
         clip(*args, gradient_clip_val=value, gradient_clip_algorithm=algorithm)
 
     def take_epoch_outputs(self) -> list[Any]:
-        """``outputs`` of 1.x's ``training_epoch_end``: per optimizer, when there are several."""
-        kept, self.epoch_outputs = self.epoch_outputs, {}
-        count = len(self.module.trainer.optimizers)
-        if count == 1:
-            return kept.get(0, [])
-        return [kept.get(i, []) for i in range(count)]
+        """``outputs`` of 1.x's ``training_epoch_end``: per batch, then per optimizer."""
+        kept, self.epoch_outputs = self.epoch_outputs, []
+        return epoch_end_outputs(kept, len(self.module.trainer.optimizers))
 
 
 def _uncounted(optimizer: Any, trainer: pl.Trainer) -> Any:

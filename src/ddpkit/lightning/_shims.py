@@ -2,10 +2,11 @@
 
 ``on_train_batch_end(..., dataloader_idx)``, ``backward(loss, optimizer, optimizer_idx)``,
 ``lr_scheduler_step(scheduler, optimizer_idx, metric)``, a callback's ``on_load_checkpoint(trainer,
-pl_module, callback_state)`` ...: for the length of a stage, a 1.x override of such a hook is
-stood in for by a :class:`Redirect`, an instance attribute that takes 2.x's arguments and passes
-1.x's (:data:`SHIMS`). A callback's ``on_save_checkpoint`` that returns its state (1.0–1.7) has
-it stored where 2.x keeps callback states. Redirects are plain objects of module-level classes
+pl_module, callback_state)``, 1.9's evaluation batch hooks with ``dataloader_idx`` required ...:
+for the length of a stage, a 1.x override of such a hook is stood in for by a :class:`Redirect`,
+an instance attribute that takes 2.x's arguments and passes 1.x's (:data:`SHIMS`). A callback's
+``on_save_checkpoint`` that returns its state (1.0–1.7) has it stored where 2.x keeps callback
+states. Redirects are plain objects of module-level classes
 and functions, so a spawned rank unpickles them with the module.
 """
 
@@ -17,7 +18,10 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "defined"]
+from ddpkit.errors import DDPKitDeprecationWarning
+from ddpkit.utilities.rank_zero import rank_zero_warn
+
+__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "defined", "one_x_signature"]
 
 
 def _required(fn: Any) -> int:
@@ -64,6 +68,8 @@ class Stage:
         #: the training epoch's step outputs, kept when a 1.x on_train_epoch_end(outputs) asks
         self.train_outputs: list[Any] = []
         self.keep_train_outputs = False
+        #: the callbacks whose on_save_checkpoint returned a state (each warned once)
+        self.returned_states: list[Any] = []
 
     def predictions(self) -> list[Any]:
         """1.x's ``results`` of ``on_predict_epoch_end``: a list per predict loader."""
@@ -106,14 +112,35 @@ Shim = tuple[Callable[[Any], bool], Callable[..., Any]]
 
 def _save_returned_state(r: Redirect, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
     """1.0–1.7: a callback's ``on_save_checkpoint`` returned its state; 2.x keeps callback
-    states under ``checkpoint["callbacks"][state_key]``."""
+    states under ``checkpoint["callbacks"][state_key]``. A returned state warns once a stage
+    (1.4–1.7's signature is 2.x's: only what it returns is 1.x's)."""
     hook = r.original
     if _positional(hook) == 2:
         state = hook(trainer, pl_module)
     else:
         state = hook(trainer, pl_module, checkpoint)
-    if state is not None:
-        checkpoint.setdefault("callbacks", {})[r.obj.state_key] = state
+    if state is None:
+        return
+    checkpoint.setdefault("callbacks", {})[r.obj.state_key] = state
+    if r.obj not in r.stage.returned_states:
+        r.stage.returned_states.append(r.obj)
+        rank_zero_warn(
+            f"{type(r.obj).__name__}.on_save_checkpoint returns the callback's state: Lightning "
+            f"1.0–1.7's way to save it (1.8 refused it); ddpkit saves it where Lightning 2.x "
+            f"keeps callback states. Lightning 2.x's spelling: state_dict() returns it, "
+            f"load_state_dict(state) gets it back.",
+            DDPKitDeprecationWarning,
+        )
+
+
+def one_x_signature(owner: str, name: str, fn: Any) -> bool:
+    """Whether ``fn``, a hook a shim fits, has a signature 2.x lacks (the shim's warning names
+    2.x's): every shim's but a callback's ``on_save_checkpoint``, whose 1.4–1.7 signature is
+    2.x's (it may return its state: :func:`_save_returned_state` warns then); 1.0–1.3's took no
+    ``checkpoint``."""
+    if (owner, name) == ("callback", "on_save_checkpoint"):
+        return _positional(fn) == 3
+    return True
 
 
 def _load_own_state(r: Redirect, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
@@ -134,6 +161,14 @@ def _drop_last(r: Redirect, *args: Any, **kwargs: Any) -> Any:
 
 def _zero(r: Redirect, *args: Any, **kwargs: Any) -> Any:
     return r.original(*args, 0, **kwargs)
+
+
+def _loader_zero(r: Redirect, *args: Any, **kwargs: Any) -> Any:
+    """1.x's ``dataloader_idx``, which 2.x passes only with several loaders: 0 with one."""
+    hook = r.original
+    if "dataloader_idx" not in kwargs and len(args) < _required(hook):
+        args = (*args, 0)
+    return hook(*args, **kwargs)
 
 
 def _train_outputs(r: Redirect, *args: Any, **kwargs: Any) -> Any:
@@ -171,6 +206,7 @@ def _fits(required: int, positional: int | None = None) -> Callable[[Any], bool]
     return check
 
 
+_EVAL = ("validation", "test", "predict")
 #: (owner, hook) → its shim (see the module). Owners: "module", "datamodule", "callback".
 SHIMS: dict[tuple[str, str], Shim] = {
     ("module", "on_train_batch_start"): (_fits(4), _zero),
@@ -182,11 +218,15 @@ SHIMS: dict[tuple[str, str], Shim] = {
     ("module", "lr_scheduler_step"): (_fits(4), _scheduler_idx),
     ("module", "on_before_optimizer_step"): (_fits(3), _optimizer_idx),
     ("datamodule", "transfer_batch_to_device"): (_fits(0, positional=3), _drop_last),
+    **{("module", f"on_{loop}_batch_start"): (_fits(4), _loader_zero) for loop in _EVAL},
+    **{("module", f"on_{loop}_batch_end"): (_fits(5), _loader_zero) for loop in _EVAL},
     ("callback", "on_train_batch_start"): (_fits(6), _zero),
     ("callback", "on_train_batch_end"): (_fits(7), _zero),
     ("callback", "on_train_epoch_end"): (_fits(4), _train_outputs),
     ("callback", "on_predict_epoch_end"): (_fits(4), _results),
     ("callback", "on_before_optimizer_step"): (_fits(5), _optimizer_idx),
+    **{("callback", f"on_{loop}_batch_start"): (_fits(6), _loader_zero) for loop in _EVAL},
+    **{("callback", f"on_{loop}_batch_end"): (_fits(7), _loader_zero) for loop in _EVAL},
     ("callback", "on_save_checkpoint"): (lambda fn: True, _save_returned_state),
     ("callback", "on_load_checkpoint"): (
         lambda fn: _positional(fn) == 2 or "callback_state" in _param_names(fn),

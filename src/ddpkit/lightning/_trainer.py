@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from argparse import ArgumentParser, Namespace
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
@@ -16,7 +16,13 @@ from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning import _arguments as arguments
 from ddpkit.lightning._adapters import init_hooks
-from ddpkit.lightning._checkpoints import trust, trust_trainer, weights_only_for
+from ddpkit.lightning._batch_outputs import one_x_batch_outputs
+from ddpkit.lightning._checkpoints import (
+    callbacks_restored_in_fit_only,
+    trust,
+    trust_trainer,
+    weights_only_for,
+)
 from ddpkit.lightning._epoch_end import epoch_end_hooks
 from ddpkit.lightning._hooks import one_optimizer_1x_hooks, one_x_hooks
 from ddpkit.lightning._keywords import Rewrite
@@ -31,19 +37,28 @@ from ddpkit.lightning._signature import trainer_signature
 from ddpkit.lightning._supervised import SupervisedDDPStrategy
 from ddpkit.lightning._tips import quiet_tips
 from ddpkit.lightning._trainer_1x import OneXAttributes
-from ddpkit.lightning._translate import translate
+from ddpkit.lightning._translate import lightning_refusals, translate
 from ddpkit.trainer.restart import check_restarts
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["Trainer"]
 
-#: 1.x keyword names of the stage methods: (stage, 1.x name, 2.x name, removed in).
-_STAGE_KEYWORDS = {
-    "fit": {"train_dataloader": "train_dataloaders"},
-    "validate": {"val_dataloaders": "dataloaders"},
-    "test": {"test_dataloaders": "dataloaders"},
-    "predict": {},
-}
+
+def _renamed(call: str, old: str, value: Any, new: str, current: Any) -> Any:
+    """A stage's loaders given by their 1.x keyword (renamed in Lightning 1.4): its 2.x one."""
+    if value is None:
+        return current
+    if current is not None:
+        raise MisconfigurationError(
+            f"trainer.{call}({old}=..., {new}=...): the loaders twice, by their 1.x and their "
+            f"Lightning 2.x keyword. Fix: drop {old}=."
+        )
+    rank_zero_warn(
+        f"trainer.{call}({old}=...): renamed in Lightning 1.4; ddpkit passes it as {new}=..., "
+        f"its Lightning 2.x name.",
+        DDPKitDeprecationWarning,
+    )
+    return value
 
 
 def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
@@ -70,9 +85,10 @@ def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
 
 def _loading(bound: dict[str, Any]) -> dict[str, Any]:
     """The stage's keywords, with ``weights_only`` for its ``ckpt_path`` (``_checkpoints``)."""
-    if "weights_only" in bound or bound.get("ckpt_path") is not None:
-        bound["weights_only"] = weights_only_for(bound.get("ckpt_path"), bound.get("weights_only"))
-    return bound
+    return {
+        **bound,
+        "weights_only": weights_only_for(bound.get("ckpt_path"), bound.get("weights_only")),
+    }
 
 
 @contextlib.contextmanager
@@ -84,7 +100,7 @@ def _trusting(trainer: pl.Trainer) -> Iterator[None]:
         trust_trainer(trainer)
 
 
-class Trainer(OneXAttributes, pl.Trainer):
+class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
     """A ``pytorch_lightning.Trainer`` (a subclass: everything it does is Lightning's) that also
     runs Lightning 1.x calls.
 
@@ -113,7 +129,8 @@ class Trainer(OneXAttributes, pl.Trainer):
             rank_zero_warn(message, DDPKitDeprecationWarning)
         for note in translation.notes:
             rank_zero_warn(note, DDPKitWarning)
-        super().__init__(**translation.kwargs)
+        with lightning_refusals(kwargs):  # a bare Python error of Lightning's: the call quoted
+            super().__init__(**translation.kwargs)
         #: the connector's plan for a call with 1.x device flags (None: Lightning resolved it)
         self.plan: Plan | None = translation.plan
         #: the Lightning 2.x device call that means the same as the 1.x one (None: no 1.x flags)
@@ -131,34 +148,7 @@ class Trainer(OneXAttributes, pl.Trainer):
                     # What CSVLogger(flush_logs_every_n_steps=...) sets at construction.
                     logger._flush_logs_every_n_steps = flush
 
-    # -- Lightning 1.x's argparse API (removed in 2.0): ddpkit.lightning._arguments -----------
-
-    @classmethod
-    def add_argparse_args(
-        cls, parent_parser: ArgumentParser, *, use_argument_group: bool = True
-    ) -> ArgumentParser:
-        """Lightning 1.x's: a ``--<keyword>`` per Trainer keyword (1.x's and 2.x's), typed from
-        the signature as 1.x typed them (``--gpus 2``, ``--accelerator ddp_cpu``,
-        ``--num_processes 2``, ``--plugins ddp_find_unused_parameters_false``)."""
-        return arguments.add_argparse_args(
-            cls, parent_parser, use_argument_group=use_argument_group
-        )
-
-    @classmethod
-    def from_argparse_args(cls, args: Namespace | ArgumentParser, **kwargs: Any) -> Trainer:
-        """Lightning 1.x's: the Trainer the parsed arguments ask for (``kwargs`` override)."""
-        trainer: Trainer = arguments.from_argparse_args(cls, args, **kwargs)
-        return trainer
-
-    @classmethod
-    def parse_argparser(cls, arg_parser: ArgumentParser | Namespace) -> Namespace:
-        """Lightning 1.x's: parse, then a bool flag given without a value is True."""
-        return arguments.parse_argparser(cls, arg_parser)
-
-    @classmethod
-    def get_init_arguments_and_types(cls) -> list[tuple[str, tuple[Any, ...], Any]]:
-        """Lightning 1.x's: ``(name, types, default)`` of each keyword."""
-        return arguments.get_init_arguments_and_types(cls)
+    # -- Lightning 1.x's argparse API (removed in 2.0): its base, ddpkit.lightning._arguments
 
     @classmethod
     def default_attributes(cls) -> dict[str, Any]:
@@ -181,22 +171,84 @@ class Trainer(OneXAttributes, pl.Trainer):
             return "Lightning 2.x's own device flags: Lightning resolved them (no ddpkit plan)."
         return f"{self.plan.explain()}\n  lightning call   {self.lightning_call}"
 
-    def fit(self, *args: Any, **kwargs: Any) -> None:
-        with self._stage("fit", args, kwargs) as bound:
-            if bound.get("ckpt_path") is None and self._rewrite.resume_from_checkpoint is not None:
-                bound["ckpt_path"] = self._rewrite.resume_from_checkpoint
+    # -- the stages: Lightning 2.x's signatures (LightningCLI's subcommands read them), then the
+    # 1.x keywords ddpkit takes there
+
+    def fit(
+        self,
+        model: pl.LightningModule,
+        train_dataloaders: Any = None,
+        val_dataloaders: Any = None,
+        datamodule: pl.LightningDataModule | None = None,
+        ckpt_path: str | Path | None = None,
+        weights_only: bool | None = None,
+        *,
+        train_dataloader: Any = None,
+    ) -> None:
+        """Lightning's ``fit``; 1.x's ``train_dataloader=`` is its ``train_dataloaders``, and
+        ``Trainer(resume_from_checkpoint=...)`` its ``ckpt_path`` when none is given."""
+        loaders = _renamed("fit", "train_dataloader", train_dataloader, "train_dataloaders",
+                           train_dataloaders)  # fmt: skip
+        if ckpt_path is None:
+            ckpt_path = self._rewrite.resume_from_checkpoint
+        bound = dict(model=model, train_dataloaders=loaders, val_dataloaders=val_dataloaders,
+                     datamodule=datamodule, ckpt_path=ckpt_path,
+                     weights_only=weights_only)  # fmt: skip
+        with self._stage("fit", bound):
             super().fit(**_loading(bound))
 
-    def validate(self, *args: Any, **kwargs: Any) -> Any:
-        with self._stage("validate", args, kwargs) as bound:
+    def validate(
+        self,
+        model: pl.LightningModule | None = None,
+        dataloaders: Any = None,
+        ckpt_path: str | Path | None = None,
+        verbose: bool = True,
+        datamodule: pl.LightningDataModule | None = None,
+        weights_only: bool | None = None,
+        *,
+        val_dataloaders: Any = None,
+    ) -> Any:
+        """Lightning's ``validate``; 1.x's ``val_dataloaders=`` is its ``dataloaders``."""
+        loaders = _renamed("validate", "val_dataloaders", val_dataloaders, "dataloaders",
+                           dataloaders)  # fmt: skip
+        bound = dict(model=model, dataloaders=loaders, ckpt_path=ckpt_path, verbose=verbose,
+                     datamodule=datamodule, weights_only=weights_only)  # fmt: skip
+        with self._stage("validate", bound):
             return super().validate(**_loading(bound))
 
-    def test(self, *args: Any, **kwargs: Any) -> Any:
-        with self._stage("test", args, kwargs) as bound:
+    def test(
+        self,
+        model: pl.LightningModule | None = None,
+        dataloaders: Any = None,
+        ckpt_path: str | Path | None = None,
+        verbose: bool = True,
+        datamodule: pl.LightningDataModule | None = None,
+        weights_only: bool | None = None,
+        *,
+        test_dataloaders: Any = None,
+    ) -> Any:
+        """Lightning's ``test``; 1.x's ``test_dataloaders=`` is its ``dataloaders``."""
+        loaders = _renamed("test", "test_dataloaders", test_dataloaders, "dataloaders",
+                           dataloaders)  # fmt: skip
+        bound = dict(model=model, dataloaders=loaders, ckpt_path=ckpt_path, verbose=verbose,
+                     datamodule=datamodule, weights_only=weights_only)  # fmt: skip
+        with self._stage("test", bound):
             return super().test(**_loading(bound))
 
-    def predict(self, *args: Any, **kwargs: Any) -> Any:
-        with self._stage("predict", args, kwargs) as bound:
+    def predict(
+        self,
+        model: pl.LightningModule | None = None,
+        dataloaders: Any = None,
+        datamodule: pl.LightningDataModule | None = None,
+        return_predictions: bool | None = None,
+        ckpt_path: str | Path | None = None,
+        weights_only: bool | None = None,
+    ) -> Any:
+        """Lightning's ``predict``."""
+        bound = dict(model=model, dataloaders=dataloaders, datamodule=datamodule,
+                     return_predictions=return_predictions, ckpt_path=ckpt_path,
+                     weights_only=weights_only)  # fmt: skip
+        with self._stage("predict", bound):
             return super().predict(**_loading(bound))
 
     def save_checkpoint(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
@@ -205,24 +257,11 @@ class Trainer(OneXAttributes, pl.Trainer):
         trust(filepath)
 
     @contextlib.contextmanager
-    def _stage(
-        self, stage: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Iterator[dict[str, Any]]:
-        """Before any rank starts: 1.x keyword names of the stage renamed (with a warning), the
-        1.x Trainer keywords that act on the module applied, 1.x hooks checked, and the 1.x
-        epoch-end hooks of the module carried for the length of the stage."""
+    def _stage(self, stage: str, bound: dict[str, Any]) -> Iterator[None]:
+        """Before any rank starts: the 1.x Trainer keywords that act on the module applied, 1.x
+        hooks checked, and for the length of the stage the module's 1.x epoch-end hooks carried,
+        its training hooks given 1.x's outputs, and a ``ckpt_path`` restoring as 1.x restored."""
         quiet_tips()  # again: a warnings context around the constructor may have reset it
-        for old, new in _STAGE_KEYWORDS[stage].items():
-            if old in kwargs:
-                rank_zero_warn(
-                    f"trainer.{stage}({old}=...): renamed in Lightning 1.4; ddpkit passes it "
-                    f"as {new}=..., its Lightning 2.x name.",
-                    DDPKitDeprecationWarning,
-                )
-                kwargs[new] = kwargs.pop(old)
-        signature = inspect.signature(getattr(pl.Trainer, stage))
-        bound = signature.bind(self, *args, **kwargs).arguments
-        bound.pop("self")
         model = bound.get("model") or self.lightning_module
         if self._rewrite.prepare_data_per_node is not None:
             for obj in [model, *bound.values()]:
@@ -236,11 +275,13 @@ class Trainer(OneXAttributes, pl.Trainer):
         datamodule = given[0] if given else self.datamodule
         with (
             _trusting(self),
+            callbacks_restored_in_fit_only(self, stage),
             epoch_end_hooks(stage, model, callbacks),
             multi_optimizer_stage(self, model) if multi else one_optimizer_1x_hooks(self, model),
+            one_x_batch_outputs(self, model, multi) if stage == "fit" else contextlib.nullcontext(),
             one_x_hooks(self, stage, model, datamodule, callbacks, spawn_1x=self._spawns_1x()),
         ):
-            yield bound
+            yield
 
     def _spawns_1x(self) -> bool:
         """1.x device flags that resolved to spawned ranks (1.x's ``ddp_spawn``; forked in a

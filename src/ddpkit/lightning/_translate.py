@@ -13,14 +13,16 @@ Three steps, in order, each before any rank starts:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import pytorch_lightning as pl
+from lightning_fabric.connector import _PRECISION_INPUT  # type: ignore[attr-defined]
 from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
@@ -28,19 +30,26 @@ from pytorch_lightning.strategies import StrategyRegistry
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
 from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.connector.translate import ACCELERATOR_NAMES, LEGACY_ACCELERATORS
-from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
+from ddpkit.errors import (
+    DDPKitDeprecationWarning,
+    DDPKitError,
+    DDPKitWarning,
+    MisconfigurationError,
+)
 from ddpkit.lightning._device_flags import (
     DeviceCall,
     is_legacy_device_call,
+    quoted,
     removed_strategy,
 )
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
 from ddpkit.lightning._keyword_table import KEYWORDS
 from ddpkit.lightning._keywords import Rewrite, callback_list
 from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
-__all__ = ["LIGHTNING_KEYWORDS", "Translation", "translate"]
+__all__ = ["LIGHTNING_KEYWORDS", "Translation", "lightning_refusals", "translate"]
 
 #: The keywords of the installed Lightning's Trainer.
 LIGHTNING_KEYWORDS = tuple(inspect.signature(pl.Trainer.__init__).parameters)[1:]
@@ -105,6 +114,24 @@ def _check_device_names(kwargs: Mapping[str, Any]) -> None:
             f"Trainer({flag}={value!r}): no such {flag} in Lightning 2.x, nor in 1.x{hint}. "
             f"Choose one of {choices(names)}."
         )
+    _check_precision(kwargs.get("precision"))
+
+
+def _check_precision(value: Any) -> None:
+    """A precision Lightning 2.x takes, by type too: its own check lets ``32.0`` through (it
+    equals 32) and then fails with ``RuntimeError: No precision set``; any other value is a bare
+    ``ValueError``."""
+    names: tuple[Any, ...] = tuple(
+        a for alias in get_args(_PRECISION_INPUT) for a in get_args(alias)
+    )
+    exact = any(type(value) is type(name) and value == name for name in names)
+    if value is None or exact:
+        return
+    hint = did_you_mean(str(value).removesuffix(".0"), [str(n) for n in names])
+    raise MisconfigurationError(
+        f"Trainer(precision={safe_repr(value)}): no such precision in Lightning 2.x{hint}. "
+        f"Choose one of {choices([str(n) for n in names if isinstance(n, str)])}."
+    )
 
 
 def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
@@ -215,3 +242,25 @@ def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translat
         ),
         notes=tuple(notes),
     )
+
+
+#: The bare Python errors Lightning 2.x's Trainer raises for some values (a comparison of a str
+#: with an int, a method of the wrong type, torch's own checks).
+_RAW = (TypeError, ValueError, AttributeError, KeyError, RuntimeError, OverflowError)
+
+
+@contextlib.contextmanager
+def lightning_refusals(kwargs: Mapping[str, Any]) -> Iterator[None]:
+    """Around Lightning's ``Trainer.__init__``: a bare Python error it raises for a value is a
+    ``MisconfigurationError`` quoting the call, with Lightning's words (and chained to them).
+    Lightning's own ``MisconfigurationException`` passes as it is."""
+    try:
+        yield
+    except _RAW as err:
+        if isinstance(err, DDPKitError):
+            raise
+        raise MisconfigurationError(
+            f"{quoted(kwargs)}: Lightning 2.x's Trainer refused a value ({type(err).__name__}: "
+            f"{err}). Fix: pass each keyword a value of the type pytorch_lightning.Trainer "
+            f"documents for it."
+        ) from err

@@ -289,9 +289,9 @@ _SAVE = re.compile(r"^(callback|module)\.on_save_checkpoint\(")
 
 
 def _epoch_end_saves(pl19: Effects, ddpkit: Effects) -> None:
-    """docs/lightning.md: "the loop, the hooks, ... callbacks, loggers ... are all Lightning's
-    own": Lightning 2.x runs ``ModelCheckpoint`` / ``EarlyStopping``'s ``on_train_epoch_end``
-    after the module's, 1.9.5 before it; 1.9.5's saves there move after the module's hook."""
+    """docs/flags.md, Differences from Lightning: Lightning 2.x runs ``ModelCheckpoint`` /
+    ``EarlyStopping``'s ``on_train_epoch_end`` after the module's, 1.9.5 before it; 1.9.5's
+    saves there move after the module's hook."""
     hooks, moved = pl19.get("hooks", []), []
     for call in hooks:
         if call == "module.on_train_epoch_end()":
@@ -309,7 +309,7 @@ _STEP = re.compile(r"(global_step=|step=)(\d+)")
 
 def _steps_count_batches(pl19: Effects, ddpkit: Effects) -> None:
     """docs/lightning.md, several optimizers: "``trainer.global_step`` counts batches, as in
-    1.x" (1.0–1.5); 1.6–1.9 counted optimizer steps, two a batch for a GAN. 1.9.5's step numbers
+    Lightning 1.0–1.5"; 1.6–1.9 counted optimizer steps, two a batch for a GAN. 1.9.5's step numbers
     (the counter, the checkpoints' and their names) become the batch counts they stand for, read
     from its own ``on_train_batch_end`` calls (a spawn's parent has no optimizers: the
     second optimizer's steps in the hooks say there are several)."""
@@ -338,8 +338,8 @@ def _steps_count_batches(pl19: Effects, ddpkit: Effects) -> None:
 
 
 def _cli_instantiator(pl19: Effects, ddpkit: Effects) -> None:
-    """docs/lightning.md, ``LightningCLI``: "Lightning 2.x's own": its hyperparameters also name
-    the ``_instantiator`` that rebuilds the module from a checkpoint."""
+    """docs/flags.md, Differences from Lightning: Lightning 2.x's ``LightningCLI`` adds to the
+    hyperparameters the ``_instantiator`` that rebuilds the module from a checkpoint."""
     for saved in ddpkit.get("checkpoints", {}).values():
         saved["hyper_parameters"] = re.sub(
             r"_instantiator:'[^']*',?", "", saved["hyper_parameters"]
@@ -347,18 +347,18 @@ def _cli_instantiator(pl19: Effects, ddpkit: Effects) -> None:
 
 
 def _log_dir(pl19: Effects, ddpkit: Effects) -> None:
-    """docs/lightning.md: "callbacks, loggers ... are all Lightning's own": Lightning 2.x's
-    ``trainer.log_dir`` of a ``CSVLogger`` is its version folder (1.9: its ``save_dir``), where
-    ``LightningCLI`` saves ``config.yaml``: the file names compare."""
+    """docs/flags.md, Differences from Lightning: Lightning 2.x's ``trainer.log_dir`` of a
+    ``CSVLogger`` is its version folder (1.9: its ``save_dir``), where ``LightningCLI`` saves
+    ``config.yaml``: each run a version folder of its own (1.9.5 overwrote one file). The file
+    names compare."""
     for side in (pl19, ddpkit):
         if "saved_configs" in side:
-            side["saved_configs"] = [os.path.basename(p) for p in side["saved_configs"]]
+            side["saved_configs"] = sorted({os.path.basename(p) for p in side["saved_configs"]})
 
 
 def _learning_rates_as_metrics(pl19: Effects, ddpkit: Effects) -> None:
-    """docs/lightning.md: "callbacks ... are all Lightning's own": Lightning 2.x's
-    ``LearningRateMonitor`` also puts the rates it logs (``lr-*``) in
-    ``trainer.callback_metrics``; 1.9.5's only logs them."""
+    """docs/flags.md, Differences from Lightning: Lightning 2.x's ``LearningRateMonitor`` also
+    puts the rates it logs (``lr-*``) in ``trainer.callback_metrics``; 1.9.5's only logs them."""
     for name in ("callback_metrics", "metrics_after_fit", "metrics_after_test"):
         metrics = ddpkit.get(name, {})
         for key in [k for k in metrics if k.startswith("lr-")]:
