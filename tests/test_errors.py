@@ -23,6 +23,12 @@ INSTANCES: dict[str, BaseException] = {
     "DDPKitError": errors.DDPKitError("generic"),
     "DDPKitWarning": errors.DDPKitWarning("careful"),
     "LaunchError": LaunchError("MASTER_PORT=29500: taken"),
+    "LightningOnlyAttributeError": errors.LightningOnlyAttributeError(
+        "Net.manual_backward: not in ddpkit.Module. Fix: ddpkit.lightning.Trainer"
+    ),
+    "LightningOnlyImportError": errors.LightningOnlyImportError(
+        "ddpkit.callbacks.RichProgressBar: not in ddpkit. Fix: Trainer(enable_progress_bar=True)"
+    ),
     "LightningRemovedAttributeError": errors.LightningRemovedAttributeError(
         "Trainer.use_ddp: removed. Fix: trainer.strategy"
     ),
@@ -36,6 +42,7 @@ INSTANCES: dict[str, BaseException] = {
     "MisconfigurationRuntimeError": errors.MisconfigurationRuntimeError(
         "Net.configure_optimizers returned 2 optimizers: one under automatic optimization"
     ),
+    "UnknownKeywordError": errors.UnknownKeywordError("Timer(verbos=True): did you mean verbose?"),
     "UnusedParametersError": errors.UnusedParametersError("aux_head.weight took no part"),
 }
 

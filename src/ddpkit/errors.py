@@ -13,6 +13,14 @@
           │                            a Trainer, LightningModule, DataModule or Callback)
           ├── LightningUsageError     (also a RuntimeError: a 1.x API called as 1.x refused it,
           │                            raised as 1.x raised it)
+          ├── LightningOnlyAttributeError (also an AttributeError: a Lightning 2.x member that
+          │                            ddpkit's own Trainer, Module, DataModule, callback or
+          │                            logger lacks; names the way: ddpkit's spelling or
+          │                            ddpkit.lightning)
+          ├── LightningOnlyImportError (also an ImportError: the same for a Lightning 2.x
+          │                            callback or logger class that ddpkit lacks)
+          ├── UnknownKeywordError     (also a TypeError: a keyword a ddpkit callback or logger
+          │                            does not take: Lightning's, with the way, or a typo)
           └── UnusedParametersError   (also a RuntimeError: DDP waits for a parameter's gradient
                                        that the loss never produced; names the parameters)
 
@@ -36,12 +44,15 @@ __all__ = [
     "DDPKitError",
     "DDPKitWarning",
     "LaunchError",
+    "LightningOnlyAttributeError",
+    "LightningOnlyImportError",
     "LightningRemovedAttributeError",
     "LightningRemovedError",
     "LightningUsageError",
     "MisconfigurationError",
     "MisconfigurationRuntimeError",
     "RankFailure",
+    "UnknownKeywordError",
     "UnusedParametersError",
 ]
 
@@ -185,6 +196,26 @@ class LightningRemovedAttributeError(DDPKitError, AttributeError):
 class LightningUsageError(DDPKitError, RuntimeError):
     """A Lightning 1.x API called in a way Lightning 1.x refused as well, raised as the
     ``RuntimeError`` 1.x raised (1.x code that catches it keeps working), with the fix."""
+
+
+class LightningOnlyAttributeError(DDPKitError, AttributeError):
+    """A member of Lightning 2.x's ``Trainer``, ``LightningModule``, ``LightningDataModule``,
+    ``Callback``, a built-in callback or a logger that ddpkit's counterpart does not have (the
+    table: docs/lightning-2x-surface.md): why, and the way — ddpkit's own spelling, or a
+    ``LightningModule`` on ``ddpkit.lightning.Trainer``. An ``AttributeError``, so that
+    ``hasattr`` and ``getattr(obj, name, default)`` still work."""
+
+
+class LightningOnlyImportError(DDPKitError, ImportError):
+    """A callback or logger class of Lightning 2.x that ``ddpkit.callbacks`` /
+    ``ddpkit.loggers`` do not have: why, and the way. An ``ImportError``, so that
+    ``from ddpkit.callbacks import Name`` shows this message."""
+
+
+class UnknownKeywordError(DDPKitError, TypeError):
+    """A keyword that a ddpkit callback or logger does not take: Lightning 2.x's (why, and the
+    way), or a misspelling (the keywords it takes). A ``TypeError``, as Python's own for an
+    unexpected keyword argument."""
 
 
 class UnusedParametersError(DDPKitError, RuntimeError):

@@ -13,12 +13,15 @@ from typing import Any
 
 import torch
 
+from ddpkit._lightning_surface import LightningCounterpart
+
 __all__ = ["Callback"]
 
 
-class Callback:
+class Callback(LightningCounterpart):
     """The base of every callback. ``trainer`` is the :class:`ddpkit.Trainer` running the stage
-    and ``pl_module`` the module it trains (Lightning's argument name)."""
+    and ``pl_module`` the module it trains (Lightning's argument name). A Lightning name it
+    lacks (a member, a keyword) is refused with the way (docs/lightning-2x-surface.md)."""
 
     @property
     def state_key(self) -> str:

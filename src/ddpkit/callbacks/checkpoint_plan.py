@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities.files import atomic_write
 from ddpkit.utilities.rank_zero import log_info
 from ddpkit.utilities.reprs import safe_repr
@@ -280,6 +281,8 @@ def link(target: str, link: str) -> None:
 def check_paths(dirpath: Any, filename: Any) -> None:
     """``dirpath`` a folder (not a file) and ``filename`` a template that formats: refused
     when the callback is built, not at its first save (after an epoch's work)."""
+    refuse_nul("ModelCheckpoint", "dirpath", dirpath)
+    refuse_nul("ModelCheckpoint", "filename", filename)
     if dirpath is not None:
         if isinstance(dirpath, bytes) or not isinstance(dirpath, str | os.PathLike):
             raise MisconfigurationError(

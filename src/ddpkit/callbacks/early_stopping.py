@@ -50,7 +50,7 @@ def _check_arguments(
 ) -> None:
     """Every argument checked when the callback is built (a bad threshold was a TypeError at
     the first check, after an epoch's work)."""
-    if mode not in _OPS:
+    if not isinstance(mode, str) or mode not in _OPS:
         raise MisconfigurationError(
             f"EarlyStopping(mode={safe_repr(mode)}): `mode` can be min, max, got {mode}. "
             f"Fix: mode='min'."

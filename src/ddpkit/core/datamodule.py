@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar, TypeVar
 
+from ddpkit._lightning_surface import LightningCounterpart
 from ddpkit.core.hooks import DataHooks
 from ddpkit.core.hparams import HyperparametersMixin
 from ddpkit.core.saving import HPARAMS_KEY, init_kwargs, load_checkpoint, load_hparams_file
@@ -20,13 +21,18 @@ __all__ = ["DataModule"]
 D = TypeVar("D", bound="DataModule")
 
 
-class DataModule(HyperparametersMixin, DataHooks):
+class DataModule(LightningCounterpart, HyperparametersMixin, DataHooks):
     """Subclass it and implement the ``*_dataloader()`` methods a stage needs
     (``train_dataloader`` for ``fit``, ``val_dataloader`` for validation, ...)."""
 
     CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
+    #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
+    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
+    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
 
-    def __init__(self) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Lightning's takes (and ignores) any arguments: a subclass's super().__init__(**kw)
+        # under cooperative inheritance works here too.
         #: the Trainer running a stage with this DataModule (set by the loop), else None
         self.trainer: Any = None
 
@@ -41,13 +47,17 @@ class DataModule(HyperparametersMixin, DataHooks):
     def load_from_checkpoint(
         cls: type[D],
         checkpoint_path: str | os.PathLike[str],
+        map_location: Any = None,
         hparams_file: str | os.PathLike[str] | None = None,
         weights_only: bool = True,
         **kwargs: Any,
     ) -> D:
         """A new ``cls`` from the hyperparameters stored with a checkpoint (a DataModule's
-        hyperparameters are stored when it called ``save_hyperparameters``)."""
-        checkpoint = load_checkpoint(checkpoint_path, weights_only=weights_only)
+        hyperparameters are stored when it called ``save_hyperparameters``). ``map_location``
+        is ``torch.load``'s (default: the CPU)."""
+        checkpoint = load_checkpoint(
+            checkpoint_path, weights_only=weights_only, map_location=map_location or "cpu"
+        )
         hparams = dict(checkpoint.get(f"datamodule_{HPARAMS_KEY}") or {})
         if hparams_file is not None:
             hparams = load_hparams_file(hparams_file)

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from torch import nn
 
+from ddpkit._lightning_surface import refuse_attribute
 from ddpkit.core.hooks import CheckpointHooks, DataHooks, ModelHooks
 from ddpkit.core.hparams import HyperparametersMixin
 from ddpkit.core.metric_logging import MetricLogging
@@ -21,6 +22,7 @@ __all__ = ["Module"]
 M = TypeVar("M", bound="Module")
 
 _CLIP_ALGORITHMS = ("norm", "value")
+_torch_getattr = nn.Module.__getattr__  # parameters, buffers, submodules
 
 
 class Module(
@@ -36,6 +38,9 @@ class Module(
 
     #: the checkpoint key of the hyperparameters (Lightning's name)
     CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
+    #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
+    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
+    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -114,6 +119,28 @@ class Module(
         """``print`` on global rank zero only."""
         if self._trainer is None or self._trainer.is_global_zero:
             print(*args, **kwargs)
+
+    @property
+    def example_input_array(self) -> Any:
+        """An input of ``forward`` (None until set): ``TensorBoardLogger(log_graph=True)``
+        traces the model's graph with it."""
+        return self.__dict__.get("_example_input_array")
+
+    @example_input_array.setter
+    def example_input_array(self, example: Any) -> None:
+        self.__dict__["_example_input_array"] = example
+
+    def freeze(self) -> None:
+        """Every parameter stops taking gradients, and the module goes to eval mode."""
+        for param in self.parameters():
+            param.requires_grad = False
+        self.eval()
+
+    def unfreeze(self) -> None:
+        """Every parameter takes gradients again, and the module goes to train mode."""
+        for param in self.parameters():
+            param.requires_grad = True
+        self.train()
 
     # -- the hooks a user implements -----------------------------------------------------------
 
@@ -207,6 +234,15 @@ class Module(
             weights_only=weights_only,
             overrides=kwargs,
         )
+
+    def __getattr__(self, name: str) -> Any:
+        # nn.Module's lookup (parameters, buffers, submodules) first; a Lightning name ddpkit
+        # lacks (self.manual_backward) is refused with the way, anything else is torch's error.
+        try:
+            return _torch_getattr(self, name)
+        except AttributeError:
+            refuse_attribute(self, name)
+            raise
 
     def __getstate__(self) -> dict[str, Any]:
         # Spawned ranks get the trainer through the launcher, not through the module.

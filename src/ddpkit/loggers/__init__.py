@@ -1,7 +1,16 @@
 """Loggers: where logged metrics and hyperparameters go (Lightning's interface and layout)."""
 
+from typing import Any
+
+from ddpkit._lightning_surface import refuse_import
 from ddpkit.loggers.base import Logger
 from ddpkit.loggers.csv import CSVLogger
 from ddpkit.loggers.tensorboard import TensorBoardLogger
 
 __all__ = ["CSVLogger", "Logger", "TensorBoardLogger"]
+
+
+def __getattr__(name: str) -> Any:
+    # A class of Lightning's that ddpkit does not have: refused with the way.
+    refuse_import("ddpkit.loggers", name)
+    raise AttributeError(f"module 'ddpkit.loggers' has no attribute {name!r}")

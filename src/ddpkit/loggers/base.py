@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
+from ddpkit._lightning_surface import LightningCounterpart
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities.files import atomic_write
 from ddpkit.utilities.reprs import safe_repr
 
@@ -113,7 +115,7 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-class Logger(ABC):
+class Logger(LightningCounterpart, ABC):
     """A logger: ``log_metrics`` and ``log_hyperparams``, and where its files go."""
 
     #: Lightning's separator for a prefix and for nested hyperparameter names
@@ -188,6 +190,9 @@ def check_folder_arguments(
 ) -> None:
     """What every folder logger checks when it is built: ``call`` is how the messages quote it
     (``CSVLogger(save_dir=3)``)."""
+    kind = call.split("(")[0]
+    for name_, value in (("save_dir", save_dir), ("name", name), ("version", version)):
+        refuse_nul(kind, name_, value)
     if isinstance(save_dir, bytes) or not isinstance(save_dir, str | os.PathLike):
         raise MisconfigurationError(
             f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "

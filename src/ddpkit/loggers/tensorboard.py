@@ -21,6 +21,7 @@ from ddpkit.loggers.base import (
     scalar,
     write_hparams,
 )
+from ddpkit.utilities._paths import refuse_nul
 
 __all__ = ["TensorBoardLogger"]
 
@@ -45,6 +46,8 @@ class TensorBoardLogger(FolderLogger):
     so TensorBoard's HPARAMS tab lists the run; ``log_graph`` records the model's graph (from
     ``example_input_array``)."""
 
+    NAME_HPARAMS_FILE = NAME_HPARAMS_FILE
+
     def __init__(
         self,
         save_dir: str | os.PathLike[str],
@@ -64,6 +67,7 @@ class TensorBoardLogger(FolderLogger):
                 raise MisconfigurationError(
                     f"{call}: {flag} must be True or False. Fix: {flag}=True."
                 )
+        refuse_nul("TensorBoardLogger", "sub_dir", sub_dir)
         if sub_dir is not None and not isinstance(sub_dir, str | os.PathLike):
             raise MisconfigurationError(
                 f"{call}: sub_dir is a folder name under the version's folder (str). Fix: "

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from ddpkit.callbacks.dispatch import is_callback
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._durations import parse_duration
+from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import did_you_mean
 
@@ -103,6 +104,7 @@ def check_limit(name: str, value: Any, *, allow_none: bool = True) -> int | floa
 def check_path(name: str, value: Any) -> str | None:
     if value is None:
         return None
+    refuse_nul("Trainer", name, value)
     if not isinstance(value, str | os.PathLike):
         raise bad(
             name, value, f"pass a folder path (str or pathlib.Path). Fix: Trainer({name}='runs')."
@@ -110,41 +112,9 @@ def check_path(name: str, value: Any) -> str | None:
     return os.fspath(value)
 
 
-_TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}):(\d{1,2})$")
-_TIME_UNITS = ("days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "weeks")
-
-
 def parse_max_time(name: str, value: Any) -> timedelta | None:
     """``"DD:HH:MM:SS"``, a ``timedelta`` or a dict of ``timedelta`` keywords."""
-    fix = f"Fix: Trainer({name}='00:12:00:00') (12 hours) or {name}={{'hours': 12}}."
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        found = value
-    elif isinstance(value, str):
-        match = _TIME.match(value.strip())
-        if match is None:
-            raise bad(name, value, f"a string must read DD:HH:MM:SS. {fix}")
-        d, h, m, s = (int(g) for g in match.groups())
-        found = timedelta(days=d, hours=h, minutes=m, seconds=s)
-    elif isinstance(value, dict):
-        unknown = sorted(str(k) for k in value if k not in _TIME_UNITS)
-        if unknown:
-            raise bad(name, value, f"unknown units {unknown}; use {sorted(_TIME_UNITS)}. {fix}")
-        if not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value.values()
-        ):
-            raise bad(name, value, f"every unit needs a finite number. {fix}")
-        try:
-            found = timedelta(**value)
-        except OverflowError as error:
-            raise bad(name, value, f"{error}. {fix}") from error
-    else:
-        raise bad(name, value, f"pass 'DD:HH:MM:SS', a datetime.timedelta or a dict. {fix}")
-    if found <= timedelta(0):
-        raise bad(name, value, f"the duration must be positive. {fix}")
-    return found
+    return parse_duration("Trainer", name, value)
 
 
 def unknown_keyword(name: str, value: Any, known: Iterable[str]) -> MisconfigurationError:

@@ -191,6 +191,10 @@ class ConfigProperties:
         return self._config.barebones
 
     @property
+    def enable_autolog_hparams(self) -> bool:
+        return self._config.enable_autolog_hparams
+
+    @property
     def reload_dataloaders_every_n_epochs(self) -> int:
         return self._config.reload_dataloaders_every_n_epochs
 

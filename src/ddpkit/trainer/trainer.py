@@ -9,6 +9,7 @@ from typing import Any
 
 from torch import nn
 
+from ddpkit._lightning_surface import LightningCounterpart, ReadOnlySettings, check_defined
 from ddpkit.accelerators.base import Accelerator
 from ddpkit.callbacks.checkpoint import ModelCheckpoint
 from ddpkit.callbacks.summary import ModelSummary
@@ -84,7 +85,9 @@ def _check_verbose(stage: str, verbose: Any) -> None:
         )
 
 
-class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
+class Trainer(
+    LightningCounterpart, ReadOnlySettings, ConnectorProperties, ConfigProperties, LoopProperties
+):
     """Train a module on one CPU, many CPU processes, GPUs or a cluster — chosen by flags.
 
     Device flags (see ``docs/flags.md`` for what each combination resolves to): ``accelerator``,
@@ -249,6 +252,7 @@ class Trainer(ConnectorProperties, ConfigProperties, LoopProperties):
         if self.is_global_zero:  # what rank zero will write: checked before any rank starts
             check_folders(fn, folders_of(self, fn, self._state.callbacks, self._state.loggers))
         loaders, datamodule = split_datamodule(fn, loaders, datamodule, model)
+        check_defined(model, datamodule, self._state.callbacks)  # Lightning's hooks ddpkit lacks
         launcher = self._accelerator_connector.built.launcher
         spawn = launcher is not None and launcher.returns_to_parent
         if spawn:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities.reprs import safe_repr
 
 __all__ = ["ClusterEnvironment"]
 
@@ -46,6 +47,16 @@ class ClusterEnvironment:
     detection_variables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        if env is not None and not (
+            isinstance(env, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        ):
+            name = type(self).__name__
+            raise MisconfigurationError(
+                f"{name}(env={safe_repr(env)}): env is the environment variables to read, a "
+                f"mapping of str to str (None: os.environ, read when asked). Fix: {name}() or "
+                f"{name}(env=dict(os.environ))."
+            )
         self._env = env
         self._world_size: int | None = None
         self._global_rank: int | None = None

@@ -124,10 +124,10 @@ class MPIEnvironment(ClusterEnvironment):
         found = flavour_of(self.env)
         if found is None:
             raise MisconfigurationError(
-                "MPIEnvironment: no MPI launcher started this process (neither "
-                "OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK nor PMI_RANK/PMI_SIZE/MPI_LOCALRANKID is "
-                "set). Fix: start it with `mpirun -np N python script.py`, or drop the "
-                "MPIEnvironment and ddpkit starts the ranks itself."
+                "Trainer(plugins=[MPIEnvironment()]): no MPI launcher started this process "
+                "(neither OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK nor PMI_RANK/PMI_SIZE/"
+                "MPI_LOCALRANKID is set). Fix: start it with `mpirun -np N python script.py`, or "
+                "drop the MPIEnvironment and ddpkit starts the ranks itself."
             )
         return found
 
