@@ -171,11 +171,6 @@ CASES: dict[str, Case] = {
 
 #: the cases that compare a difference left out of the others (twin_compare.APART), one each
 KNOWN: dict[str, tuple[str, Case]] = {
-    "stage flags at setup": (
-        "trainer.training (validating, ...) is False at setup and on_fit_start; Lightning sets "
-        "it before them",
-        Case({"max_epochs": 1}, ("fit", "validate")),
-    ),
     "the previous stage at setup": (
         "at a second stage's setup Lightning still shows the previous stage's metrics and no "
         "num_val_batches; ddpkit has cleared them",
@@ -185,14 +180,6 @@ KNOWN: dict[str, tuple[str, Case]] = {
         "during the sanity check Lightning's logged_metrics and progress_bar_metrics hold its "
         "epoch values; ddpkit's are empty",
         Case({"max_epochs": 1}),
-    ),
-    "stage flags at on_exception": (
-        "at on_exception ddpkit has ended the stage (trainer.training False); Lightning keeps it",
-        Case(
-            {"max_epochs": 1},
-            spec=logs(("on_train_epoch_end", "x", {"on_step": True})),
-            refused="`self.log(on_step=True)` inside `on_train_epoch_end`",
-        ),
     ),
     "num_val_batches after validate": (
         "in a test after a validate, num_val_batches is the validate's in ddpkit, the fit's "
@@ -213,23 +200,6 @@ KNOWN: dict[str, tuple[str, Case]] = {
         "at on_sanity_check_start num_sanity_val_batches is [0] in ddpkit, the previous count "
         "in Lightning; during the check Lightning clips num_test_batches to it, ddpkit does not",
         Case({"max_epochs": 1}, ("test", "fit")),
-    ),
-    "min_epochs given min_steps": (
-        "min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0",
-        Case({"max_epochs": 1, "min_steps": 2}),
-    ),
-    "should_stop after an early stop": (
-        "after a fit an EarlyStopping stopped, trainer.should_stop is False again in ddpkit; "
-        "Lightning keeps True (in the stages that follow too)",
-        Case(
-            {"max_epochs": 3},
-            ("fit", "validate"),
-            {
-                "callbacks": lambda lib: [
-                    lib.callbacks.EarlyStopping("val_loss", stopping_threshold=100.0)
-                ]
-            },
-        ),
     ),
     "evaluation step values in logged_metrics": (
         "an evaluation's step values are in Lightning's trainer.logged_metrics at the batch "

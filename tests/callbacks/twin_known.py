@@ -18,7 +18,6 @@ Effects = dict[str, Any]
 Drop = Callable[[Effects, Effects], None]
 
 _METRICS = ("callback_metrics", "logged_metrics", "progress_bar_metrics")
-_STAGE_FLAGS = ("training", "validating", "testing", "predicting")
 
 
 def _seen(
@@ -83,19 +82,6 @@ def _default_info(lightning: Effects, ddpkit: Effects) -> None:
         effects["info"] = [m for m in effects["info"] if " was configured so " not in m]
 
 
-def _should_stop(lightning: Effects, ddpkit: Effects) -> None:
-    """After a fit that stopped early: Lightning's should_stop stays True."""
-    ended = next((i for i, s in enumerate(lightning["seen"]) if s[0] == "on_fit_end"), None)
-    if ended is None or not lightning["seen"][ended][2].get("should_stop"):
-        return
-    hooks = tuple(h for h in CALLBACK_HOOKS if h not in ("on_fit_end",))
-    for effects in (lightning, ddpkit):
-        for entry in effects["seen"][ended:]:
-            if entry[0] in hooks:
-                entry[2].pop("should_stop", None)
-        effects["attributes"].pop("should_stop", None)
-
-
 def _sanity_metrics(lightning: Effects, ddpkit: Effects) -> None:
     """The sanity check's values, in Lightning's logged / progress bar metrics until it ends
     (and after it, where it ended in a refusal)."""
@@ -110,33 +96,15 @@ def _sanity_metrics(lightning: Effects, ddpkit: Effects) -> None:
             effects["logged_metrics"], effects["progress_bar_metrics"] = {}, {}
 
 
-def _min_epochs(lightning: Effects, ddpkit: Effects) -> None:
-    if (lightning["attributes"].get("min_epochs"), ddpkit["attributes"].get("min_epochs")) == (
-        1,
-        0,
-    ):
-        del lightning["attributes"]["min_epochs"], ddpkit["attributes"]["min_epochs"]
-
-
 #: name -> what it leaves out of both runs
 APART: dict[str, Drop] = {
-    # trainer.training / validating / ... are set before `setup` and `on_fit_start` in
-    # Lightning, after them in ddpkit
-    "stage flags at setup": _seen(("setup", "on_fit_start"), _STAGE_FLAGS),
     # at `setup`, Lightning still shows the previous stage's metrics and has no loaders yet
     "the previous stage at setup": _seen(("setup",), (*_METRICS, "num_val_batches")),
     # Lightning shows the sanity check's epoch values in logged / progress bar metrics until
     # the check ends; ddpkit shows none
     "sanity check metrics": _sanity_metrics,
-    # Lightning keeps the stage's flag at `on_exception` (and a checkpoint's load); ddpkit has
-    # ended the stage
-    "stage flags at on_exception": _seen(
-        ("on_exception", "on_load_checkpoint"), (*_STAGE_FLAGS, "sanity_checking")
-    ),
     # outside a validate, Lightning's num_val_batches is the fit's; ddpkit keeps a validate's
     "num_val_batches after validate": _num_val_batches,
-    # a fit shows the previous fit's (or the checkpoint's) is_last_batch in Lightning until a
-    # batch runs; ddpkit's is False
     # Lightning shows the previous count at on_sanity_check_start, and clips every evaluation
     # loop's count (num_test_batches too) to num_sanity_val_steps during the check
     "batch counts in the sanity check": _sanity_counts,
@@ -151,10 +119,4 @@ APART: dict[str, Drop] = {
     # a loop that does not run (no sanity check, no validation batches) counts [] batches in
     # Lightning, [0] in ddpkit
     "[] batches of a loop that does not run": _empty_counts,
-    # ModelCheckpoint's state in a file it writes: Lightning's last_model_path is the last file
-    # written before (none in the first), ddpkit's already the last file about to be written
-    # min_steps without min_epochs: Lightning's trainer.min_epochs is 1, ddpkit's 0
-    "min_epochs given min_steps": _min_epochs,
-    # after a fit an EarlyStopping stopped, Lightning's trainer.should_stop stays True
-    "should_stop after an early stop": _should_stop,
 }

@@ -24,6 +24,7 @@ from types import ModuleType
 import pytest
 
 from ddpkit import DDPKitDeprecationWarning, Trainer
+from ddpkit.trainer._lightning_loops import read_position
 from ddpkit.trainer.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_the_main_example_trains_on_two_processes(tmp_path: Path) -> None:
     saved = load_checkpoint(checkpoint)
     # Lightning's meaning: written by the last epoch (0-based), which a resume continues after.
     assert (saved["epoch"], saved["global_step"]) == (epochs - 1, steps)
-    assert saved["loops"]["epochs_completed"] == epochs
+    assert read_position(saved)["epochs_completed"] == epochs
     # Everything went under --root-dir; this run's metrics are its own file, and the stale
     # run's were set aside, not lost.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]

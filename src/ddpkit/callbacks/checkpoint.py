@@ -77,7 +77,7 @@ class ModelCheckpoint(CheckpointPlanner, Callback):
         self.auto_insert_metric_name = auto_insert_metric_name
         self._save_on_train_epoch_end = save_on_train_epoch_end
         self._enable_version_counter = enable_version_counter
-        if monitor is None and save_top_k == -1 and save_last:  # Lightning 1.x said so too
+        if monitor is None and save_top_k == -1 and save_last is True:  # 1.x said so too
             rank_zero_info(
                 "ModelCheckpoint(save_last=True, save_top_k=-1, monitor=None) will duplicate the "
                 "last checkpoint saved."

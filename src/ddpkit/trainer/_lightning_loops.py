@@ -56,6 +56,15 @@ def _idle_loop(last: bool = True) -> dict[str, Any]:
     }
 
 
+def _epoch_progress(e: int, running: bool, epochs_completed: int) -> dict[str, int]:
+    """Lightning's ``epoch_progress`` counters of epoch ``e``."""
+    if not running:  # after the fit: every epoch it ran is complete
+        return {"ready": e, "completed": e, "started": e, "processed": e}
+    if epochs_completed > e:  # the epoch's end
+        return {"ready": e + 1, "completed": e, "started": e + 1, "processed": e + 1}
+    return {"ready": e + 1, "completed": e, "started": e + 1, "processed": e}  # within it
+
+
 def fit_loop_state(state: LoopState) -> dict[str, Any]:
     """Lightning's ``checkpoint["loops"]`` for where ``state`` stands."""
     e, steps, batches, scheds = (
@@ -65,12 +74,7 @@ def fit_loop_state(state: LoopState) -> dict[str, Any]:
     running = state.status.fn == "fit" and state.status.status == "running"
     running = running and state.status.stage in ("train", "validate")
     mid_batch = running and state.epochs_completed == e and state.status.stage == "train"
-    if not running:  # after the fit: every epoch it ran is complete
-        epoch = {"ready": e, "completed": e, "started": e, "processed": e}
-    elif state.epochs_completed > e:  # the epoch's end
-        epoch = {"ready": e + 1, "completed": e, "started": e + 1, "processed": e + 1}
-    else:  # within the epoch
-        epoch = {"ready": e + 1, "completed": e, "started": e + 1, "processed": e}
+    epoch = _epoch_progress(e, running, state.epochs_completed)
     done = 1 if mid_batch else 0  # at a batch's end the batch is not completed yet
     # ddpkit counts the epoch's last batch in the loggers' step after on_train_epoch_end;
     # Lightning, before it (and its validation at the epoch's end, after it)

@@ -44,7 +44,9 @@ def _interactive(stream: TextIO) -> bool:
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
         return True
-    return "ipykernel" in sys.modules
+    ipython = sys.modules.get("IPython")  # imported (by nbclient, say) is not running in one
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
 
 
 class ProgressBar:

@@ -17,13 +17,20 @@ import torch
 from torch import nn
 
 from ddpkit.callbacks.dispatch import module_hook
-from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import epoch_batches, num_batches, set_sampler_epoch
 from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
+from ddpkit.trainer.limits import (
+    can_stop,
+    check_val_interval,
+    continue_note,
+    fit_done,
+    say_why_fit_stopped,
+    val_check_batch,
+    val_check_batches,
+)
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.optimization import Optimization, StepModule, outputs_of, step_scheduler
-from ddpkit.utilities.rank_zero import rank_zero_info
 
 __all__ = ["FitLoop"]
 
@@ -76,22 +83,9 @@ class FitLoop:
         epoch's batches a mid-epoch checkpoint had trained on; they are read and skipped, and
         ``before_epochs`` runs after them, before the first batch that trains."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
-        if config.limit_train_batches == 0:
-            return  # Lightning skips the loop, and its hooks, when there is nothing to train
-        train = get_train()
-        self.n_train = num_batches(train, config.limit_train_batches)
-        state.num_training_batches = math.inf if self.n_train is None else self.n_train
-        state.val_check_batch = _val_check_batch(config.val_check_interval, self.n_train)
-        check_val_interval(config, self.n_train)
-        if self.n_train == 0 or _done(ctx, start_epoch):
-            say_why_fit_stopped(ctx, self.n_train, start_epoch)
+        train = _first_loaders(self, get_train, get_val, validation, start_epoch, val_loaded)
+        if train is None:
             return
-        self.get_val = get_val if validation else None
-        state.num_val_batches = [0]
-        if validation and (val_loaded or self._val_epoch(start_epoch)):
-            self._load_val(start_epoch)  # else on first use, as Lightning does
-            if not self._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
-                self.val_loaded_at = -math.inf  # outside a validation epoch does not count
         state.current_epoch = start_epoch  # a resumed fit's sanity check ran in the saved epoch
         ctx.dispatch.call("on_train_start")
         self.resume_skip, self.resume_then = skip_batches, None
@@ -100,7 +94,7 @@ class FitLoop:
         elif before_epochs is not None:
             before_epochs()
         epoch = start_epoch
-        while not _done(ctx, epoch):
+        while not fit_done(ctx, epoch):
             every = config.reload_dataloaders_every_n_epochs
             if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
                 train = get_train()  # the val loader: when its validation runs (_validate)
@@ -220,7 +214,7 @@ class FitLoop:
             count = (
                 batch_idx + 1 if config.check_val_every_n_epoch is not None else self.total_batches
             )
-            stopping = state.should_stop and _can_stop(ctx)
+            stopping = state.should_stop and can_stop(ctx)
             if (
                 not last
                 and self._val_epoch(epoch)
@@ -228,9 +222,9 @@ class FitLoop:
                 and self._has_val()
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
-                stopping = state.should_stop and _can_stop(ctx)
+                stopping = state.should_stop and can_stop(ctx)
             if state.should_stop and not stopping and not last:
-                _continue_note(ctx)
+                continue_note(ctx)
             if boundary:
                 for sched in step_plateaus:
                     if (batch_idx + 1) % sched.frequency == 0:
@@ -307,90 +301,31 @@ def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
     metrics.step_row_due = rows and (state.global_step + 1) % every == 0
 
 
-def _continue_note(ctx: StageContext) -> None:
-    """Lightning's INFO line, once per Trainer, when a stop must wait for the minimums."""
-    config, said = ctx.config, ctx.state.said
-    message = (
-        f"Trainer was signaled to stop but the required `min_epochs={config.min_epochs!r}` or "
-        f"`min_steps={config.min_steps!r}` has not been met. Training will continue..."
-    )
-    if message not in said:
-        said.add(message)
-        if ctx.plugin.is_global_zero:
-            rank_zero_info(message)
-
-
-def _can_stop(ctx: StageContext) -> bool:
-    """``should_stop`` counts once ``min_epochs`` and ``min_steps`` are met (Lightning's)."""
-    state, config = ctx.state, ctx.config
-    return state.current_epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
-
-
-def _done(ctx: StageContext, epoch: int) -> bool:
-    state, config = ctx.state, ctx.config
-    if 0 <= config.max_steps <= state.global_step:
-        return True
-    if 0 <= config.max_epochs <= epoch:
-        return True
-    met_min = epoch >= config.min_epochs and state.global_step >= (config.min_steps or 0)
-    return state.should_stop and met_min
-
-
-def check_val_interval(config: Any, n: int | None) -> None:
-    """An int ``val_check_interval`` past the epoch's batches would never validate
-    (Lightning's ValueError); counting across epochs (``check_val_every_n_epoch=None``) it
-    may."""
-    interval = config.val_check_interval
-    if not isinstance(interval, int) or n is None or config.check_val_every_n_epoch is None:
-        return
-    if interval > n:
-        raise MisconfigurationError(
-            f"Trainer(val_check_interval={interval}): validation every {interval} training "
-            f"batches, but an epoch has {n}{_limited(config.limit_train_batches)}, so it "
-            f"would never run. Fix: Trainer(val_check_interval={n}) or lower, "
-            f"limit_val_batches=0 to turn validation off, or check_val_every_n_epoch=None to "
-            f"count batches across epochs."
-        )
-
-
-def say_why_fit_stopped(ctx: StageContext, n_train: int | None, epoch: int) -> None:
-    """Lightning's INFO line when a limit ends the fit (an early stop says nothing)."""
-    state, config = ctx.state, ctx.config
-    if n_train == 0:
-        reason = "No training batches."
-    elif 0 <= config.max_steps <= state.global_step:
-        reason = f"`max_steps={config.max_steps}` reached."
-    elif 0 <= config.max_epochs <= epoch:
-        reason = f"`max_epochs={config.max_epochs}` reached."
-    else:
-        return
-    if ctx.plugin.is_global_zero:
-        rank_zero_info(f"`Trainer.fit` stopped: {reason}")
-
-
-def _val_check_batch(interval: int | float, n: int | None) -> int | float:
-    """Lightning's ``trainer.val_check_batch``: the int interval, else the fraction of the
-    epoch's batches (at least 1); ``inf`` for a loader without a length."""
-    if isinstance(interval, int):
-        return interval
-    if n is None:
-        return math.inf
-    return max(1, int(n * interval))
-
-
-def _limited(limit: int | float | None) -> str:
-    return "" if limit is None else f" (limit_train_batches={limit!r})"
-
-
-def val_check_batches(interval: int | float, n: int | None) -> int | None:
-    """Validate every this many training batches; None: at the epoch's end."""
-    if isinstance(interval, int):
-        return interval
-    if interval == 1.0:
+def _first_loaders(
+    loop: FitLoop,
+    get_train: Callable[[], Any],
+    get_val: Callable[[], Any],
+    validation: bool,
+    start_epoch: int,
+    val_loaded: bool,
+) -> Any:
+    """The training loader of ``loop.run`` (and the val loader where the first epoch needs it
+    now), or None where the fit has nothing to train."""
+    ctx, state, config = loop.ctx, loop.ctx.state, loop.ctx.config
+    if config.limit_train_batches == 0:
+        return None  # Lightning skips the loop, and its hooks, when there is nothing to train
+    train = get_train()
+    loop.n_train = num_batches(train, config.limit_train_batches)
+    state.num_training_batches = math.inf if loop.n_train is None else loop.n_train
+    state.val_check_batch = val_check_batch(config.val_check_interval, loop.n_train)
+    check_val_interval(config, loop.n_train)
+    if loop.n_train == 0 or fit_done(ctx, start_epoch):
+        say_why_fit_stopped(ctx, loop.n_train, start_epoch)
         return None
-    if n is None:
-        raise MisconfigurationError(
-            f"Trainer(val_check_interval={interval}): a fraction needs a train loader with a "
-            f"length; pass an int number of batches."
-        )
-    return max(1, math.floor(n * interval))
+    loop.get_val = get_val if validation else None
+    state.num_val_batches = [0]
+    if validation and (val_loaded or loop._val_epoch(start_epoch)):
+        loop._load_val(start_epoch)  # else on first use, as Lightning does
+        if not loop._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
+            loop.val_loaded_at = -math.inf  # outside a validation epoch does not count
+    return train
