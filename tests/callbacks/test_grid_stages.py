@@ -69,25 +69,21 @@ def cases() -> list[tuple[str, dict[str, Any], Case]]:
 #: what ddpkit still does otherwise (issue 33): (the rows it shows in, the difference)
 KNOWN: Known = [
     (
-        lambda row: "max_steps" in row["settings"] and "fit" not in row["calls"],
-        "Trainer(max_steps=3) without max_epochs, never fitted: trainer.max_epochs is None in "
-        "Lightning, -1 in ddpkit",
-    ),
-    (
-        lambda row: row["resume"] in ("at the validation's end", "within the epoch"),
-        "a fit resumed from a checkpoint written at a validation's end or within an epoch: "
-        "Lightning skips the sanity check (its validation loop restarts), ddpkit runs it; the "
-        "logger's step after the resume differs",
-    ),
-    (
-        lambda row: row["resume"] == "at the training's end",
-        "a checkpoint written at on_train_end (save_last) records the next epoch as started: "
-        "ddpkit resumes one epoch later than Lightning, which trains it",
+        lambda row: row["resume"] == "at the validation's end",
+        "a fit resumed from a checkpoint written at the epoch's validation: Lightning resumes "
+        "inside that epoch and runs its on_train_epoch_end first; ddpkit counts the epoch as "
+        "done and starts the next one (docs/flags.md, Differences)",
     ),
     (
         lambda row: row["resume"] == "within the epoch",
-        "a fit resumed within an epoch: Lightning does not call on_train_epoch_start for the "
-        "resumed epoch, ddpkit does",
+        "a fit resumed within an epoch: ddpkit reads and skips the batches the epoch trained "
+        "before the checkpoint (the same batches as the uninterrupted run); Lightning starts "
+        "the loader afresh and trains its first batches (docs/flags.md, Differences)",
+    ),
+    (
+        lambda row: "max_steps" in row["settings"] and "fit" not in row["calls"],
+        "Trainer(max_steps=3) without max_epochs, never fitted: trainer.max_epochs is None in "
+        "Lightning, -1 in ddpkit",
     ),
 ]
 

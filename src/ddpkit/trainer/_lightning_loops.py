@@ -22,7 +22,7 @@ from typing import Any
 
 from ddpkit.trainer.state import LoopState
 
-__all__ = ["LIGHTNING_FORMAT", "fit_loop_state", "read_position"]
+__all__ = ["LIGHTNING_FORMAT", "fit_loop_state", "read_position", "restart_stage"]
 
 #: ``pytorch-lightning_version`` of a ddpkit checkpoint: the Lightning release whose checkpoint
 #: layout it follows (Lightning migrates a checkpoint from its version on load, and refuses one
@@ -72,7 +72,7 @@ def fit_loop_state(state: LoopState) -> dict[str, Any]:
     )  # fmt: skip
     steps0, batches0, scheds0 = state.epoch_start
     running = state.status.fn == "fit" and state.status.status == "running"
-    running = running and state.status.stage in ("train", "validate")
+    running = running and state.status.stage in ("train", "validate") and not state.epochs_ended
     mid_batch = running and state.epochs_completed == e and state.status.stage == "train"
     epoch = _epoch_progress(e, running, state.epochs_completed)
     done = 1 if mid_batch else 0  # at a batch's end the batch is not completed yet
@@ -163,3 +163,23 @@ def read_position(checkpoint: dict[str, Any]) -> dict[str, Any]:
             int(sched["total"]["completed"]) - int(sched["current"]["completed"]),
         ),
     }
+
+
+def restart_stage(checkpoint: dict[str, Any], max_steps: int) -> tuple[bool, bool]:
+    """Lightning's fit loop after loading ``checkpoint``: whether it is *restarting* (the
+    checkpoint's epoch unfinished, or ``max_steps`` set: it then skips the sanity check), and
+    whether it restarts *mid-epoch* (the resumed epoch's ``on_train_epoch_start`` is not called
+    again). ddpkit ≤ 0.2's layout: neither."""
+    fit = (checkpoint.get("loops") or {}).get("fit_loop")
+    if not isinstance(fit, dict):
+        return False, False
+    cur, tot = fit["epoch_progress"]["current"], fit["epoch_progress"]["total"]
+    unfinished = cur["ready"] != cur["processed"] or cur["started"] != cur["processed"]
+    restarting = unfinished or max_steps != -1
+    mid_epoch = (
+        restarting
+        and tot["started"] == tot["ready"]
+        and tot["processed"] == tot["started"] - 1
+        and tot["completed"] == tot["processed"]
+    )
+    return restarting, mid_epoch

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.trainer._lightning_loops import restart_stage
 from ddpkit.trainer.checkpoint import restore_training
 from ddpkit.trainer.context import StageContext
 from ddpkit.utilities.rank_zero import rank_zero_info
@@ -33,6 +34,7 @@ def resume_fit(
     """Restore the training state of ``checkpoint``; the epoch the loop starts at."""
     state, config = ctx.state, ctx.config
     start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
+    state.restarting, state.restarted_mid_epoch = restart_stage(checkpoint, config.max_steps)
     if "loops" in checkpoint:
         # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
         # (its sanity check runs in it); the loop then starts at start_epoch.

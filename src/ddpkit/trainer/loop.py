@@ -25,6 +25,7 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.protocol import skip_stage
+from ddpkit.ranks.restart import current_attempt
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
@@ -147,8 +148,10 @@ def _begin(
         if callable(attach):
             attach(trainer.global_rank, version)
         begin_run = getattr(logger, "begin_run", None)
-        if callable(begin_run):  # a fit that resumes nothing starts a metrics file of its own
-            begin_run(request.fn == "fit" and request.ckpt_path is None)
+        if callable(begin_run):  # a fit that resumes nothing starts a metrics file of its own;
+            # a restarted one goes on in the file its first attempt wrote (nothing lost)
+            new = request.fn == "fit" and request.ckpt_path is None
+            begin_run(new and current_attempt().number == 0)
     ctx = StageContext(trainer, state, config, trainer.strategy, trainer.precision_plugin, model)
     state.dispatcher = ctx.dispatch
     return ctx
@@ -245,6 +248,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
         optimizers, schedulers = _optimizers(ctx)
     _log_hyperparams(ctx)
     start_epoch = state.epochs_completed
+    state.restarting = state.restarted_mid_epoch = False
     if checkpoint is not None:
         start_epoch = resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
 
@@ -255,7 +259,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     validation = _validation_defined(ctx, request)
     val = None
     state.num_sanity_val_batches = [0] if validation else []  # Lightning's, when none run
-    if validation and config.num_sanity_val_steps:
+    if validation and config.num_sanity_val_steps and not state.restarting:
         with rng.isolated():  # Lightning's: the same seed trains alike with or without it
             val = _sanity_check(ctx, val_loader)
     loop = FitLoop(ctx, optimizers, schedulers, wrapped, step_module)

@@ -82,6 +82,12 @@ class LoopState:
     """Validate every this many training batches (``fit`` sets it, Lightning's rule)."""
     epochs_completed: int = 0
     """Training epochs whose batches all ran (what a checkpoint resumes after)."""
+    restarting: bool = False
+    """The fit resumed from a checkpoint Lightning would call *restarting*: no sanity check."""
+    restarted_mid_epoch: bool = False
+    """The fit resumed within an epoch: that epoch's ``on_train_epoch_start`` ran before."""
+    epochs_ended: bool = False
+    """The fit's epochs are over (``on_train_end``): a checkpoint then records no epoch begun."""
     epoch_batches: int = 0
     """Batches of the running training epoch that have trained (a checkpoint written within
     the epoch resumes after them)."""

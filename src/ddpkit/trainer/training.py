@@ -83,6 +83,7 @@ class FitLoop:
         epoch's batches a mid-epoch checkpoint had trained on; they are read and skipped, and
         ``before_epochs`` runs after them, before the first batch that trains."""
         ctx, state, config = self.ctx, self.ctx.state, self.ctx.config
+        state.epochs_ended = False
         train = _first_loaders(self, get_train, get_val, validation, start_epoch, val_loaded)
         if train is None:
             return
@@ -103,6 +104,7 @@ class FitLoop:
             epoch += 1
             state.current_epoch = epoch
         say_why_fit_stopped(ctx, self.n_train, epoch)
+        state.epochs_ended = True  # Lightning's epoch progress at on_train_end: all complete
         ctx.dispatch.call("on_train_end")
 
     def _train_epoch(self, train: Any, epoch: int) -> None:
@@ -113,7 +115,9 @@ class FitLoop:
             state.val_batches = (0, state.val_batches[1])  # Lightning's: validations per epoch
         set_sampler_epoch(train, epoch)  # a different shuffle every epoch, same on every rank
         metrics.stage, metrics.step_level = "train", False
-        ctx.dispatch.call("on_train_epoch_start")
+        if not state.restarted_mid_epoch:  # (Lightning's: it ran before the checkpoint)
+            ctx.dispatch.call("on_train_epoch_start")
+        state.restarted_mid_epoch = False
         metrics.step_level = True
         ran_out = self._batches(train, epoch)
         state.epochs_completed, state.epoch_batches = epoch + 1, 0  # none of the next epoch yet
