@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from fault_scripts.restarts import assert_equal_weights, restart_lines, restart_run, weights
+from fault_scripts.restarts import (
+    assert_equal_weights,
+    logged_rows,
+    restart_lines,
+    restart_run,
+    resumed_at,
+    weights,
+)
 
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2")
 
@@ -56,7 +63,7 @@ def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
     tmp_path: Path,
     reference: dict[str, torch.Tensor],
 ) -> None:
-    run, out = restart_run(launcher, tmp_path, "--max-restarts", "1", *flags)
+    run, out = restart_run(launcher, tmp_path, "--max-restarts", "1", "--csv", *flags)
     assert run.returncode == 0, run.stderr
     (line,) = restart_lines(run)
     killed = re.search(r"ddpkit-fault: fault kill rank 1 at", run.stderr)
@@ -67,7 +74,16 @@ def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
         rf"resumes from .*{resumes_from} \(epoch 1, global step {step}\)",
         line,
     ), line
+    # The restarted ranks began where the checkpoint stood (a retrain from scratch would end on
+    # the same weights: these say it resumed), 4 batches an epoch.
+    assert resumed_at(run) == (1, step - 4)
     assert_equal_weights(out, reference)
+    # Nothing logged is lost: the first attempt's rows (up to the fault, in epoch 1's batch 2),
+    # then the restarted attempt's from where it resumed, in one metrics.csv.
+    first = [(s // 4, s, s % 4) for s in range(6)]
+    assert logged_rows(tmp_path / "run" / "metrics.csv") == first + [
+        (s // 4, s, s % 4) for s in range(step, 12)
+    ]
 
 
 @pytest.mark.xdist_group("restart-reference")
@@ -114,11 +130,17 @@ def test_ddpkit_run_max_restarts_resumes_the_same_way(
     assert_equal_weights(out, reference)
 
 
-def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(tmp_path: Path) -> None:
-    run, _ = restart_run("subprocess", tmp_path, "--max-restarts", "1", "--kill-attempts", "2")
+@pytest.mark.parametrize("launcher", ["subprocess", "spawn"])
+def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(
+    launcher: str, tmp_path: Path
+) -> None:
+    run, _ = restart_run(launcher, tmp_path, "--max-restarts", "1", "--kill-attempts", "2", "--csv")
     assert run.returncode == 1
+    # every row the ranks logged, both attempts' (each up to its fault), stays in metrics.csv
+    attempt = [(s // 4, s, s % 4) for s in range(6)]
+    assert logged_rows(tmp_path / "run" / "metrics.csv") == attempt + attempt[4:]
     text = run.stderr.replace("[rank0]: ", "")
-    assert "ChildFailedError: DDP (subprocess launcher) failed: rank 1 (pid" in text
+    assert f"ChildFailedError: DDP ({launcher} launcher) failed: rank 1 (pid" in text
     found = re.search(
         r"ddpkit: max_restarts=1 used up; the root cause of each attempt:\n"
         r"  attempt 0: rank 1 \(pid (\d+)\): killed by signal SIGKILL .*\n"

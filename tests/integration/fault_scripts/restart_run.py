@@ -4,7 +4,7 @@ and bench/reliability.py.
     python restart_run.py --launcher subprocess|spawn|torchrun --root DIR --out WEIGHTS
                           [--fault none|kill] [--rank R] [--max-restarts N]
                           [--kill-attempts K] [--no-checkpoint] [--lightning]
-                          [--step-delay SECONDS] [--every-n-train-steps N]
+                          [--step-delay SECONDS] [--every-n-train-steps N] [--csv]
 
 ``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
 attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
@@ -15,7 +15,8 @@ Lines on stderr: ``ddpkit-fault: fault kill rank 1 at <time>`` just before the k
 ``--lightning``: the same module as a LightningModule on ``ddpkit.lightning.Trainer``.
 ``--step-delay``: every rank sleeps that long at each step (the same weights, a longer run: time
 for a test's observer to act while the job trains). ``--every-n-train-steps``: the checkpoints are
-a ModelCheckpoint's, every N steps (within epochs), all kept.
+a ModelCheckpoint's, every N steps (within epochs), all kept. ``--csv``: each training step
+logs its loss (and its epoch, batch) to ``ROOT/metrics.csv``, a row a step.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 import ddpkit.callbacks
+import ddpkit.loggers
 
 KILL_EPOCH, KILL_BATCH = 1, 2
 EPOCHS = 3
@@ -51,6 +53,7 @@ class Steps:
 
     kill_attempts = 0
     kill_rank = 1
+    log_steps = False
     step_delay = 0.0
 
     def step_hook(self, epoch: int, batch_idx: int, rank: int) -> None:
@@ -77,7 +80,10 @@ class Net(Steps, ddpkit.Module):
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         self.step_hook(self.current_epoch, batch_idx, self.trainer.global_rank)
         x, y = batch
-        return nn.functional.cross_entropy(self.net(x), y)
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        if self.log_steps:
+            self.log_dict({"loss": loss, "batch": float(batch_idx)})
+        return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=0.01)
@@ -110,13 +116,15 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         enable_checkpointing=not args.no_checkpoint,
         enable_progress_bar=False,
         enable_model_summary=False,
-        logger=False,
+        logger=ddpkit.loggers.CSVLogger(args.root, name="", version="") if args.csv else False,
+        log_every_n_steps=1,
         default_root_dir=args.root,
         **restarts(args),
         **checkpoints,
     )
     model = Net()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
+    model.log_steps = args.csv
     model.step_delay = args.step_delay
     trainer.fit(model, data())
     return model, trainer.is_global_zero
@@ -160,6 +168,7 @@ def main() -> None:
     parser.add_argument("--lightning", action="store_true")
     parser.add_argument("--step-delay", type=float, default=0.0)
     parser.add_argument("--every-n-train-steps", type=int, default=0)
+    parser.add_argument("--csv", action="store_true")
     args = parser.parse_args()
     if args.fault == "none":
         args.kill_attempts = 0

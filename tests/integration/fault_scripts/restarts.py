@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import torch
 
 from fault_scripts.harness import FaultRun, run_fault
 
-__all__ = ["SCRIPT", "assert_equal_weights", "restart_lines", "restart_run", "weights"]
+__all__ = [
+    "SCRIPT",
+    "assert_equal_weights",
+    "logged_rows",
+    "restart_lines",
+    "restart_run",
+    "resumed_at",
+    "weights",
+]
 
 SCRIPT = Path(__file__).with_name("restart_run.py")
 #: far above any run's time: only a hang guard
@@ -61,3 +70,22 @@ def assert_equal_weights(mine: Path, reference: dict[str, torch.Tensor]) -> None
 def restart_lines(run: FaultRun) -> list[str]:
     """The lines rank 0 of a restarted fit printed."""
     return [line for line in run.stderr.splitlines() if line.startswith("ddpkit: restart ")]
+
+
+def resumed_at(run: FaultRun) -> tuple[int, int]:
+    """(epoch, batch) of rank 0's first training step after the fault: where the restarted
+    ranks began."""
+    lines = run.stderr.splitlines()
+    kill = next(i for i, line in enumerate(lines) if "ddpkit-fault: fault kill" in line)
+    for line in lines[kill:]:
+        if line.startswith("ddpkit-fault: step "):
+            epoch, batch = line.split()[2:4]
+            return int(epoch), int(batch)
+    raise AssertionError(f"no training step after the fault:\n{run.stderr}")
+
+
+def logged_rows(path: Path) -> list[tuple[int, int, int]]:
+    """(epoch, step, batch) of each row of ``restart_run.py --csv``'s metrics.csv, in order."""
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [(int(r["epoch"]), int(r["step"]), int(float(r["batch"]))) for r in rows]

@@ -23,11 +23,26 @@ from torch.utils.data import DataLoader, Dataset
 #: case -> (training loader keywords, evaluation loader keywords, Trainer keywords, calls)
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]] = {
     # a shuffled loader over two epochs (set_epoch), an uneven validation set (padded shards)
-    "shuffled, uneven validation": ({"n": 16, "batch_size": 2, "shuffle": True}, {"n": 7, "batch_size": 2}, {"max_epochs": 2}, ["fit"]),
+    "shuffled, uneven validation": (
+        {"n": 16, "batch_size": 2, "shuffle": True},
+        {"n": 7, "batch_size": 2},
+        {"max_epochs": 2},
+        ["fit"],
+    ),
     # a loader in order: Lightning's training shard is shuffled whatever the loader said
-    "in order": ({"n": 16, "batch_size": 2}, {"n": 8, "batch_size": 2}, {"max_epochs": 2, "num_sanity_val_steps": 0}, ["fit"]),
+    "in order": (
+        {"n": 16, "batch_size": 2},
+        {"n": 8, "batch_size": 2},
+        {"max_epochs": 2, "num_sanity_val_steps": 0},
+        ["fit"],
+    ),
     # predict on two ranks: which samples each rank predicts, and what predict returns to it
-    "predict": ({"n": 8, "batch_size": 2}, {"n": 11, "batch_size": 2}, {"max_epochs": 1, "limit_train_batches": 1}, ["fit", "predict"]),
+    "predict": (
+        {"n": 8, "batch_size": 2},
+        {"n": 11, "batch_size": 2},
+        {"max_epochs": 1, "limit_train_batches": 1},
+        ["fit", "predict"],
+    ),
 }
 
 
@@ -118,8 +133,12 @@ def main() -> None:
     out = {
         "seen": model.seen,
         "predict returned": returned,
-        "callback_metrics": {k: round(float(v), 4) for k, v in sorted(trainer.callback_metrics.items())},
-        "weights": {k: [round(float(v), 4) for v in t.view(-1)] for k, t in model.state_dict().items()},
+        "callback_metrics": {
+            k: round(float(v), 4) for k, v in sorted(trainer.callback_metrics.items())
+        },
+        "weights": {
+            k: [round(float(v), 4) for v in t.view(-1)] for k, t in model.state_dict().items()
+        },
         "global_step": trainer.global_step,
     }
     (Path(args.out) / f"rank{trainer.global_rank}.json").write_text(json.dumps(out, indent=1))
