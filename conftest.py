@@ -25,7 +25,22 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+#: scripts/test.sh --quick sets it: only the quick tier runs (tests/quick_tier.py)
+QUICK = "DDPKIT_QUICK"
+
+
+def _quick_tier_only(config: pytest.Config, items: list[pytest.Item]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "tests"))
+    from quick_tier import in_quick_tier
+
+    kept = [item for item in items if in_quick_tier(item.nodeid)]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(QUICK) == "1":
+        _quick_tier_only(config, items)
     if os.environ.get(FULL_SUITE) == "1":
         return
     for item in items:
