@@ -87,11 +87,6 @@ KNOWN: Known = [
         "every_n_train_steps at an epoch's last batch with a monitor, validation to follow: "
         "Lightning saves after that validation (fresh metrics), ddpkit before it",
     ),
-    (
-        lambda row: row["save_last"] in (True, "link") and row["save_top_k"] == 0,
-        "last.ckpt written at on_train_end (no other file was ever saved) records the next "
-        "epoch as started: ddpkit's loop position is one epoch on from Lightning's",
-    ),
 ]
 
 

@@ -171,11 +171,6 @@ KNOWN: Known = [
         "ddpkit after it (a refusal there leaves one more row in ddpkit)",
     ),
     (
-        _named("ModelCheckpoint every_n_epochs 0"),
-        "last.ckpt written at on_train_end (no other file was ever saved) records the next "
-        "epoch as started: ddpkit's loop position is one epoch on from Lightning's",
-    ),
-    (
         _named("EarlyStopping on a metric never logged"),
         "EarlyStopping on a metric never logged: Lightning raises a RuntimeError, ddpkit a MisconfigurationError (a ValueError): `except RuntimeError` misses it",
     ),
