@@ -52,24 +52,7 @@ def cases() -> list[tuple[str, dict[str, Any], Case]]:
 
 
 #: what ddpkit still does otherwise (issue 33): (the rows it shows in, the difference)
-KNOWN: Known = [
-    (
-        lambda row: row["drop_last"] and "predict" in row["calls"] and row["n"] % row["batch"],
-        "predict from a drop_last loader: Lightning predicts every sample (it rebuilds the "
-        "loader with drop_last=False), ddpkit drops the smaller last batch",
-    ),
-    (
-        lambda row: (
-            row["sampler"] == "random"
-            and row["max_epochs"] > 1
-            and row["n"] % row["batch"] == 0
-            and row["limit_train_batches"] == 1.0
-        ),
-        "a RandomSampler with its own generator, whole batches: ddpkit asks the loader once "
-        "more after an epoch's last batch (StopIteration), which draws one more permutation; "
-        "Lightning stops at the last batch, so its next epochs come in another order",
-    ),
-]
+KNOWN: Known = []
 
 
 @pytest.mark.parametrize("the_case", params(cases(), KNOWN))

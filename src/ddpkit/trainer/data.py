@@ -75,18 +75,22 @@ def distribute(
     shuffling training loader is rebuilt in order. With ``seed_everything(..., workers=True)``
     a loader with workers and no ``worker_init_fn`` gets Lightning's."""
     extra = _worker_init(loader, rank)
+    # Lightning's: predict every sample, whatever drop_last the loader has
+    rebuild = bool(extra) or _drops_last_to_predict(loader, predict)
+    if rebuild and predict and user_batch_sampler(loader) is None:
+        extra["drop_last"] = False
     inner = index_sampler(loader)
     if overfit and train and isinstance(inner, RandomSampler):
         in_order = SequentialSampler(loader.dataset)  # type: ignore[arg-type]
         loader, train, extra = rebuild_loader(loader, in_order, **extra), False, {}
-        inner = index_sampler(loader)
+        inner, rebuild = index_sampler(loader), False
     distributed = world_size > 1 and use_distributed_sampler
     if not distributed or isinstance(loader.dataset, IterableDataset):
         # an iterable dataset shards itself (it sees the rank through torch.distributed)
         same: Any = loader.sampler
-        return rebuild_loader(loader, same, **extra) if extra else loader
+        return rebuild_loader(loader, same, predict=predict, **extra) if rebuild else loader
     if isinstance(inner, DistributedSampler | ShardSampler):
-        return rebuild_loader(loader, inner, **extra) if extra else loader
+        return rebuild_loader(loader, inner, predict=predict, **extra) if rebuild else loader
     if inner is None or not isinstance(inner, RandomSampler | SequentialSampler):
         where = " in its batch_sampler" if user_batch_sampler(loader) is not None else ""
         raise MisconfigurationError(
@@ -106,6 +110,13 @@ def distribute(
             loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
         )
     return rebuild_loader(loader, new_sampler, predict=predict, **extra)
+
+
+def _drops_last_to_predict(loader: DataLoader[Any], predict: bool) -> bool:
+    """A predict loader whose batches drop the last, smaller one."""
+    if not predict or isinstance(loader.dataset, IterableDataset):
+        return False
+    return bool(getattr(loader.batch_sampler, "drop_last", False))
 
 
 def _worker_init(loader: DataLoader[Any], rank: int) -> dict[str, Any]:
@@ -218,10 +229,15 @@ def epoch_batches(
             waiting()
         return
     if n is not None:
+        if n <= 0:
+            return
+        # Stop at the n-th batch without asking the loader again, as Lightning does: a sampler
+        # asked past its end can draw from its generator (RandomSampler draws one more
+        # permutation), and the next epochs' order would differ.
         for batch_idx, batch in enumerate(loader):
-            if batch_idx >= n:
-                return
             yield batch_idx, batch, batch_idx + 1 == n
+            if batch_idx + 1 >= n:
+                return
         return
     iterator = iter(loader)
     try:
