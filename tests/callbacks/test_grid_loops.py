@@ -156,11 +156,6 @@ KNOWN: Known = [
         "a stop signalled before min_epochs / min_steps: Lightning logs 'Trainer was signaled "
         "to stop but the required ...' and, with min_steps, stops within the epoch once met",
     ),
-    (
-        lambda row: val_batches(row) == 0 and "validate" in row["calls"],
-        "validate with limit_val_batches=0: ddpkit asks val_dataloader() and returns [{}]; "
-        "Lightning asks nothing and returns []",
-    ),
 ]
 
 

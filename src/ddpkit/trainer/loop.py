@@ -59,8 +59,7 @@ class StageRequest:
     return_predictions: bool = True
     #: the launching process's state when this fit first started (kept for its restarts)
     fit_start: Any = None
-    #: a second fit on this Trainer: the counters the earlier fits ended on, from which it goes
-    #: on (Lightning's fit loop keeps its progress); None: a first fit, from zero
+    #: a second fit: the counters the earlier fits ended on (Lightning's fit loop goes on)
     progress: dict[str, Any] | None = None
 
 
@@ -201,9 +200,11 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
         return None
     if fn in ("validate", "test"):
         state.status.stage = fn
+        limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
+        if limit == 0:  # Lightning's: no loader asked for, no evaluation hooks, no results
+            return []
         loader = find_loader(fn, request.loaders[0], state.datamodule, model)
         _require(loader, fn)
-        limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
         kind = "val" if fn == "validate" else "test"
         values = evaluate(ctx, fn, ctx.prepare(loader, train=False, kind=kind), limit)
         return [values]
@@ -216,11 +217,10 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
 
 def _require(loader: Any, fn: str) -> None:
     if loader is None:
-        stage = "train" if fn == "fit" else fn
+        train, hook = ("training ", "train_") if fn == "fit" else ("", "")
         raise MisconfigurationError(
-            f"Trainer.{fn}: no {'training ' if fn == 'fit' else ''}data. Pass "
-            f"{'train_dataloaders' if fn == 'fit' else 'dataloaders'}=..., a datamodule=..., or "
-            f"implement {loader_hook(stage)}() on the module."
+            f"Trainer.{fn}: no {train}data. Pass {hook}dataloaders=..., a datamodule=..., "
+            f"or implement {loader_hook('train' if fn == 'fit' else fn)}() on the module."
         )
 
 
