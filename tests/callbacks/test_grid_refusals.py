@@ -150,10 +150,6 @@ def _named(*names: str) -> Any:
 #: what ddpkit still does otherwise (issue 33): (the rows it shows in, the difference)
 KNOWN: Known = [
     (
-        _named("limit_train_batches under one batch"),
-        "limit_train_batches=0.01 (under one batch): Lightning refuses, ddpkit trains no batch",
-    ),
-    (
         _named("num_sanity_val_steps -2", "log_every_n_steps -1"),
         "num_sanity_val_steps=-2 / log_every_n_steps=-1: Lightning runs them (as -1 / no step rows), ddpkit refuses",
     ),

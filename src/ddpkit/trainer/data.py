@@ -140,9 +140,10 @@ def set_sampler_epoch(loader: Any, epoch: int) -> None:
             set_epoch(epoch)
 
 
-def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | None:
+def num_batches(loader: DataLoader[Any], limit: int | float | None, kind: str = "*") -> int | None:
     """How many batches one epoch runs: the loader's length cut by ``limit`` (int or fraction).
-    ``None`` when the loader has no length and no int limit."""
+    ``None`` when the loader has no length and no int limit. ``kind``: the loader's
+    ("train", "val", "test", "predict"), named in a refusal."""
     try:
         total: int | None = len(loader)
     except TypeError:
@@ -165,7 +166,14 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None) -> int | Non
             f"limit_*_batches={safe_repr(limit)}: a fraction needs a loader with a length; pass "
             "an int."
         )
-    return math.floor(total * limit) if limit < 1.0 else total
+    found = math.floor(total * limit) if limit < 1.0 else total
+    if found == 0 and limit > 0.0 and total > 0:  # Lightning's refusal: a fraction under a batch
+        raise MisconfigurationError(
+            f"You requested to check {limit} of the `{kind}_dataloader` but {limit} * {total} < "
+            f"1. Please increase the `limit_{kind}_batches` argument. Try at least "
+            f"`limit_{kind}_batches={1.0 / total}`"
+        )
+    return found
 
 
 _LOADER_HOOKS = {
@@ -271,5 +279,5 @@ class TrainLoader:
         """Its number of batches on this rank (``inf`` without a length)."""
         if not self._early:
             self._early.append(self._make())
-        n = num_batches(self._early[0], self._limit)
+        n = num_batches(self._early[0], self._limit, "train")
         return math.inf if n is None else n

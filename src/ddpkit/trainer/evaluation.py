@@ -72,7 +72,7 @@ def evaluate(
     model, dispatch, metrics = ctx.model, ctx.dispatch, ctx.state.metrics
     name = _NAMES[stage]
     step = module_hook(model, f"{name}_step")
-    n = num_batches(loader, limit)
+    n = num_batches(loader, limit, "val" if stage == "validate" else "test")
     if step is None or n == 0:
         return {}
     step_end = warn_legacy_hook(model, f"{name}_step_end", f"do that work in {name}_step")
@@ -203,7 +203,7 @@ def predict(
     """Every batch's prediction, in the dataset's order, on every rank (the ranks' contiguous
     shards gathered one after another); None when ``keep`` is False."""
     model, dispatch = ctx.model, ctx.dispatch
-    n = num_batches(loader, limit)
+    n = num_batches(loader, limit, "predict")
     ctx.state.num_predict_batches = [math.inf if n is None else n]
     step = module_hook(model, "predict_step")
     mode = _mode(model)

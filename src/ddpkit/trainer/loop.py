@@ -321,7 +321,7 @@ def _sanity_check(ctx: StageContext, get_val: Any) -> Any:
     loader = get_val()
     if loader is not None:
         limit = ctx.config.limit_val_batches
-        n_val = num_batches(loader, limit)
+        n_val = num_batches(loader, limit, "val")
         n = n_val if steps == -1 else (steps if n_val is None else min(steps, n_val))
         state.num_sanity_val_batches = [n if n is not None else math.inf]
         state.num_val_batches = [n_val if n_val is not None else math.inf]  # Lightning's too

@@ -99,7 +99,7 @@ class FitLoop:
             every = config.reload_dataloaders_every_n_epochs
             if every and epoch > start_epoch and (epoch - start_epoch) % every == 0:
                 train = get_train()  # the val loader: when its validation runs (_validate)
-                self.n_train = num_batches(train, config.limit_train_batches)
+                self.n_train = num_batches(train, config.limit_train_batches, "train")
             self._train_epoch(train, epoch)
             epoch += 1
             state.current_epoch = epoch
@@ -248,7 +248,7 @@ class FitLoop:
         self.val_loader, self.val_loaded_at = self.get_val(), epoch
         self.ctx.state.eval_rows_seen = 0  # a new loader: its rows count from 0 (Lightning's)
         if self.val_loader is not None:
-            n_val = num_batches(self.val_loader, self.ctx.config.limit_val_batches)
+            n_val = num_batches(self.val_loader, self.ctx.config.limit_val_batches, "val")
             self.ctx.state.num_val_batches = [math.inf if n_val is None else n_val]
 
     def _has_val(self) -> bool:
@@ -256,20 +256,12 @@ class FitLoop:
         return self.val_loader is not None or self.get_val is not None
 
     def _val_epoch(self, epoch: int) -> bool:
-        every = self.ctx.config.check_val_every_n_epoch
-        return every is None or (epoch + 1) % every == 0
+        return _validates_in(self.ctx.config.check_val_every_n_epoch, epoch)
 
     def _val_due_at_end(self) -> bool:
-        ctx = self.ctx
-        if not self._val_epoch(ctx.state.current_epoch) or not self._has_val():
+        if not self._val_epoch(self.ctx.state.current_epoch) or not self._has_val():
             return False
-        every = val_check_batches(self.ctx.config.val_check_interval, self.n_train)
-        if every is None:
-            return True
-        count = (
-            self.n_train if ctx.config.check_val_every_n_epoch is not None else self.total_batches
-        )
-        return count is not None and count % every == 0
+        return _due_at_end(self.ctx.config, self.n_train, self.total_batches)
 
     def _validate(self) -> None:
         ctx = self.ctx
@@ -319,7 +311,7 @@ def _first_loaders(
     if config.limit_train_batches == 0:
         return None  # Lightning skips the loop, and its hooks, when there is nothing to train
     train = get_train()
-    loop.n_train = num_batches(train, config.limit_train_batches)
+    loop.n_train = num_batches(train, config.limit_train_batches, "train")
     state.num_training_batches = math.inf if loop.n_train is None else loop.n_train
     state.val_check_batch = val_check_batch(config.val_check_interval, loop.n_train)
     check_val_interval(config, loop.n_train)
@@ -333,3 +325,18 @@ def _first_loaders(
         if not loop._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
             loop.val_loaded_at = -math.inf  # outside a validation epoch does not count
     return train
+
+
+def _validates_in(every: int | None, epoch: int) -> bool:
+    """``check_val_every_n_epoch``: whether epoch ``epoch`` validates."""
+    return every is None or (epoch + 1) % every == 0
+
+
+def _due_at_end(config: Any, n_train: int | None, total_batches: int) -> bool:
+    """In a validating epoch: whether ``val_check_interval`` falls on the epoch's last batch
+    (counted across epochs with ``check_val_every_n_epoch=None``)."""
+    every = val_check_batches(config.val_check_interval, n_train)
+    if every is None:
+        return True
+    count = n_train if config.check_val_every_n_epoch is not None else total_batches
+    return count is not None and count % every == 0
