@@ -158,17 +158,9 @@ KNOWN: Known = [
         "accumulate_grad_batches=0 / a scheduler frequency of 0: Lightning fails mid-fit with a raw ZeroDivisionError; ddpkit refuses before (MisconfigurationError) — ddpkit's way is the better one: a Differences row",
     ),
     (
-        _named("ReduceLROnPlateau without monitor"),
-        "ReduceLROnPlateau without monitor: Lightning refuses when configure_optimizers returns ('must include a monitor'); ddpkit only at its first step, after an epoch of training",
-    ),
-    (
         _named("ReduceLROnPlateau on a metric never logged"),
         "an epoch's end: Lightning steps the epoch schedulers before the epoch's logger row, "
         "ddpkit after it (a refusal there leaves one more row in ddpkit)",
-    ),
-    (
-        _named("EarlyStopping on a metric never logged"),
-        "EarlyStopping on a metric never logged: Lightning raises a RuntimeError, ddpkit a MisconfigurationError (a ValueError): `except RuntimeError` misses it",
     ),
 ]
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ddpkit.callbacks.base import Callback
-from ddpkit.errors import MisconfigurationError
+from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
 from ddpkit.utilities.rank_zero import log_info
 from ddpkit.utilities.reprs import safe_repr
 
@@ -182,8 +182,8 @@ class EarlyStopping(Callback):
     def _run_early_stopping_check(self, trainer: Any) -> None:
         logs = trainer.callback_metrics
         if self.monitor not in logs:
-            if self.strict:
-                raise MisconfigurationError(
+            if self.strict:  # a RuntimeError too, as Lightning's
+                raise MisconfigurationRuntimeError(
                     f"EarlyStopping(monitor={safe_repr(self.monitor)}): {safe_repr(self.monitor)} "
                     "was not logged; "
                     f"logged: {sorted(logs)}. Fix: self.log({safe_repr(self.monitor)}, value) in "

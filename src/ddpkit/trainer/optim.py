@@ -64,7 +64,19 @@ def parse_optimizers(
     returned: Any,
 ) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
     """Accepts an optimizer; a list of them; ``([optimizers], [schedulers])``; a dict with
-    ``optimizer`` and ``lr_scheduler``; or a list of such dicts."""
+    ``optimizer`` and ``lr_scheduler``; or a list of such dicts. A ``ReduceLROnPlateau``
+    without a monitor is refused here, before any training (Lightning's check)."""
+    optimizers, schedulers = _parse(returned)
+    if any(config.reduce_on_plateau and config.monitor is None for config in schedulers):
+        raise MisconfigurationError(
+            "`configure_optimizers` must include a monitor when a `ReduceLROnPlateau` scheduler "
+            'is used. For example: {"optimizer": optimizer, "lr_scheduler": scheduler, '
+            '"monitor": "metric_to_track"}'
+        )
+    return optimizers, schedulers
+
+
+def _parse(returned: Any) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
     if isinstance(returned, torch.optim.Optimizer):
         return [returned], []
     if isinstance(returned, Mapping):
@@ -91,7 +103,7 @@ def parse_optimizers(
             all_opts: list[torch.optim.Optimizer] = []
             all_scheds: list[SchedulerConfig] = []
             for item in items:
-                o, s = parse_optimizers(item)
+                o, s = _parse(item)
                 all_opts += o
                 all_scheds += s
             return all_opts, all_scheds
