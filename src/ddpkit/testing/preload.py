@@ -46,8 +46,10 @@ __all__ = [
     "preload",
 ]
 
-# Imported first: torch's native thread pools (OpenBLAS's) exist once it is imported; they are
-# fork-safe (pthread_atfork) and make the baseline the thread check counts from.
+# Imported first: the native threads torch's import leaves make the baseline the thread check
+# counts from. (numpy's OpenBLAS pool, which torch's import loads, starts none in a zygote that
+# holds it, ddpkit.testing.fresh_state; where nothing holds it, its pthread_atfork handler ends
+# its threads before each fork.)
 _FIRST = ("torch", "torch.distributed")
 
 

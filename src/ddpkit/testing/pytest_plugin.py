@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from ddpkit.launchers.pytest_session import remember_isolated_test
-from ddpkit.testing import distributed, folding, leaks, runner, session_fork
+from ddpkit.testing import distributed, folding, fresh_state, leaks, runner, session_fork
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
 from ddpkit.testing.preload import candidates
@@ -42,9 +42,12 @@ from ddpkit.testing.zygote import Zygote
 __all__ = ["dist"]
 
 # From here until the collection ends, a read of a per-test variable (RANK, ...) by a conftest or
-# test module is noted: the session must not fork itself into the zygote then.
+# test module is noted: the session must not fork itself into the zygote then. And an OpenBLAS
+# that collection loads (numpy's, scipy's) starts no thread pool that would keep the session
+# from forking: its pool is sized after the fork, here and in each fork (fresh_state).
 if IsolatedProcess.from_env() is None:
     session_fork.watch_environment()
+    fresh_state.hold()
 
 _CHILD = pytest.StashKey[IsolatedProcess | None]()
 _LEAKERS = pytest.StashKey[list[str]]()
@@ -95,6 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
     session_fork.note_configured(config)
     if hasattr(config, "workerinput"):
         session_fork.stop_watching()
+    elif getattr(config.option, "dist", "no") != "no" and getattr(config.option, "tx", None):
+        # pytest-xdist's controller: it forks nothing, and its workers (started before any
+        # collection) would inherit the held variable.
+        fresh_state.release()
     config.stash[_CHILD] = None
     config.stash[_LEAKERS] = []
     # A pytest-xdist worker talks to its controller from a thread: it cannot fork itself.
@@ -167,6 +174,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     warm = _warm(session.config)
     if warm is None or not any(runner.isolation_of(i) is not None for i in session.items):
         session_fork.stop_watching()
+        fresh_state.release()
         if warm is not None:
             warm.close()
         return
@@ -180,10 +188,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     warm.collected(names, os.environ, fork_here if warm.fork_session else None)
     session_fork.stop_watching()
+    fresh_state.release()  # the tests run here (and the forks) with the user's BLAS threads
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session_fork.stop_watching()  # the session ended before its collection did
+    fresh_state.release()
     warm = config.stash.get(_WARM, None)
     if warm is not None:
         warm.close()

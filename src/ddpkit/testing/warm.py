@@ -28,6 +28,7 @@ import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from ddpkit.testing import fresh_state
 from ddpkit.testing.worker import is_per_test
 from ddpkit.testing.zygote import Zygote, ZygoteError, ZygoteInfo
 
@@ -96,7 +97,8 @@ class WarmStart:
                 self._starts += 1
                 return
             except (ZygoteError, OSError) as err:
-                self.say(f"ddpkit: the warm start's zygote is a fresh interpreter: {err}.")
+                why = f"{err}{fresh_state.hint(str(err))}"
+                self.say(f"ddpkit: the warm start's zygote is a fresh interpreter: {why}.")
         if self._zygote is None:
             if self._off is None:
                 self._start(env)
@@ -152,7 +154,7 @@ class WarmStart:
         self._names = [n for n in self._names if n.partition(".")[0] != root]
         self.say(
             f"ddpkit: the warm start leaves {root} to each test: in the zygote, {hazard}, and a "
-            f"fork is not safe then."
+            f"fork is not safe then{fresh_state.hint(hazard)}."
         )
         self._start(env)
 

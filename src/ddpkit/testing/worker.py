@@ -33,7 +33,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import threading
 import types
 from collections.abc import Mapping, Sequence
@@ -49,6 +48,7 @@ from ddpkit.ranks.names import (
 )
 from ddpkit.ranks.scratch import write_private
 from ddpkit.testing import import_readers
+from ddpkit.testing.fresh_state import fresh_process_state
 
 __all__ = [
     "DUMP_SIGNAL",
@@ -323,22 +323,6 @@ def _as_python_m_pytest(args: Sequence[str], cwd: str) -> None:
         sys.path[0] = cwd
 
 
-def _fresh_process_state(env: Mapping[str, str]) -> None:
-    """What a fresh interpreter computes from its environment when it starts, and a fork copied
-    from the zygote instead: the temp dir, random seeds, torch's thread count."""
-    tempfile.tempdir = None
-    numpy_random: Any = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        numpy_random.seed()  # its own entropy, as a fresh numpy's
-    process: Any = sys.modules.get("multiprocessing.process")
-    if process is not None:
-        process.current_process().authkey = os.urandom(32)
-    torch: Any = sys.modules.get("torch")
-    threads = env.get("OMP_NUM_THREADS", "")
-    if torch is not None and threads.isdigit() and int(threads) > 0:
-        torch.set_num_threads(int(threads))
-
-
 _forked = False
 
 
@@ -379,7 +363,7 @@ def become_test_process(request: ForkRequest, fds: Sequence[int], zygote_pid: in
     import_readers.recompute(computed)
     stdio_to(request.log)
     _as_python_m_pytest(request.args, request.cwd)
-    _fresh_process_state(env)
+    fresh_process_state(env)
 
 
 def run_forked(request: ForkRequest, fds: Sequence[int], zygote_pid: int) -> NoReturn:

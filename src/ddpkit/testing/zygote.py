@@ -49,8 +49,12 @@ __all__ = ["BOOT", "ForkedProcess", "Zygote", "ZygoteError", "ZygoteInfo", "Zygo
 
 ENV_FD = ENV_ZYGOTE_FD
 ENV_PRELOAD = ENV_ZYGOTE_PRELOAD
-#: The zygote's command line is ``python -c BOOT``: the leak checks know it by this.
-BOOT = "import ddpkit.testing.zygote_server as server; server.main()"
+#: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
+#: OpenBLAS's thread pools before its first import (:mod:`ddpkit.testing.fresh_state`).
+BOOT = (
+    "import ddpkit.testing.fresh_state as fresh; fresh.hold(); "
+    "import ddpkit.testing.zygote_server as server; server.main()"
+)
 _MAX_MESSAGE = MAX_MESSAGE
 
 
