@@ -165,14 +165,16 @@ def read_position(checkpoint: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def restart_stage(checkpoint: dict[str, Any], max_steps: int) -> tuple[bool, bool]:
+def restart_stage(checkpoint: dict[str, Any], max_steps: int) -> tuple[bool, bool, bool]:
     """Lightning's fit loop after loading ``checkpoint``: whether it is *restarting* (the
-    checkpoint's epoch unfinished, or ``max_steps`` set: it then skips the sanity check), and
+    checkpoint's epoch unfinished, or ``max_steps`` set: it then skips the sanity check);
     whether it restarts *mid-epoch* (the resumed epoch's ``on_train_epoch_start`` is not called
-    again). ddpkit ≤ 0.2's layout: neither."""
+    again); and whether the loggers' step counts one more batch (a checkpoint saved before the
+    batch it was saved in was counted: Lightning's ``_batches_that_stepped += 1``). ddpkit
+    ≤ 0.2's layout: none."""
     fit = (checkpoint.get("loops") or {}).get("fit_loop")
     if not isinstance(fit, dict):
-        return False, False
+        return False, False, False
     cur, tot = fit["epoch_progress"]["current"], fit["epoch_progress"]["total"]
     unfinished = cur["ready"] != cur["processed"] or cur["started"] != cur["processed"]
     restarting = unfinished or max_steps != -1
@@ -182,4 +184,8 @@ def restart_stage(checkpoint: dict[str, Any], max_steps: int) -> tuple[bool, boo
         and tot["processed"] == tot["started"] - 1
         and tot["completed"] == tot["processed"]
     )
-    return restarting, mid_epoch
+    batch = fit["epoch_loop.batch_progress"]["total"]
+    whole = batch["started"] == batch["ready"] and batch["processed"] == batch["started"]
+    on_batch_end = whole and batch["completed"] == batch["processed"] - 1
+    on_last = whole and batch["completed"] == batch["processed"]
+    return restarting, mid_epoch, restarting and (on_batch_end or not on_last)

@@ -34,7 +34,10 @@ def resume_fit(
     """Restore the training state of ``checkpoint``; the epoch the loop starts at."""
     state, config = ctx.state, ctx.config
     start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
-    state.restarting, state.restarted_mid_epoch = restart_stage(checkpoint, config.max_steps)
+    state.restarting, state.restarted_mid_epoch, one_more = restart_stage(
+        checkpoint, config.max_steps
+    )
+    state.batches_stepped += one_more  # (Lightning's: the step row the batch writes)
     if "loops" in checkpoint:
         # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
         # (its sanity check runs in it); the loop then starts at start_epoch.

@@ -73,11 +73,13 @@ def restart_lines(run: FaultRun) -> list[str]:
 
 
 def resumed_at(run: FaultRun) -> tuple[int, int]:
-    """(epoch, batch) of rank 0's first training step after the fault: where the restarted
+    """(epoch, batch) of rank 0's first training step after the restart: where the restarted
     ranks began."""
     lines = run.stderr.splitlines()
-    kill = next(i for i, line in enumerate(lines) if "ddpkit-fault: fault kill" in line)
-    for line in lines[kill:]:
+    # after the restart line (rank 0 of the restarted attempt, before its first step): rank 0
+    # of the failed attempt may print its next step after the kill, before it is ended
+    restart = next(i for i, line in enumerate(lines) if line.startswith("ddpkit: restart "))
+    for line in lines[restart:]:
         if line.startswith("ddpkit-fault: step "):
             epoch, batch = line.split()[2:4]
             return int(epoch), int(batch)
