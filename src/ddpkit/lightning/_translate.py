@@ -45,7 +45,7 @@ from ddpkit.lightning._device_flags import (
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
 from ddpkit.lightning._keyword_table import KEYWORDS
 from ddpkit.lightning._keywords import Rewrite, callback_list
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.spellings import TRAINING_TYPES
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
