@@ -17,6 +17,7 @@ from source_tree import MODULES
 LAYERS: list[tuple[str, ...]] = [
     (
         "ddpkit.__about__",
+        "ddpkit._compat_1x",
         "ddpkit._lightning_surface",
         "ddpkit.errors",
         "ddpkit.spellings",

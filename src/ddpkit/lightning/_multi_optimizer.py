@@ -52,7 +52,7 @@ from pytorch_lightning.core.optimizer import (
 from pytorch_lightning.strategies import DDPStrategy
 from pytorch_lightning.trainer import call
 
-from ddpkit.core.optimizer_hooks import keywords_of
+from ddpkit._compat_1x.optimizer_hooks import keywords_of
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._adapters import step_output
 from ddpkit.lightning._batch_outputs import epoch_end_outputs
