@@ -1,5 +1,4 @@
-"""What the user sees when a job ends badly: one line per rank after an interrupt, and the
-phrases that describe a rank's end."""
+"""What the user sees when a job ends badly: one line per rank after an interrupt."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Sequence
 
 from ddpkit.errors import RankFailure
 
-__all__ = ["first_line", "report_interrupt"]
+__all__ = ["report_interrupt"]
 
 
 def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> None:
@@ -19,9 +18,3 @@ def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> No
     lines += [f"  {fate.line()}" for fate in fates]
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
-
-
-def first_line(exc: BaseException) -> str:
-    """'RuntimeError: boom': an exception's type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__

@@ -32,10 +32,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit.errors import ChildFailedError, LaunchError
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
 from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
-from ddpkit.launchers.report import first_line
 from ddpkit.launchers.script_watch import ChildWatch
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
@@ -53,10 +53,9 @@ from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
-from ddpkit.tracebacks import install_folding_hook
+from ddpkit.tracebacks import first_line, install_folding_hook
 
 __all__ = ["ScriptJob", "job_for", "retire_job"]
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.restart.attempt import Attempt
+from ddpkit._runtime.restart.attempts import run_attempts
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
@@ -31,7 +33,6 @@ from ddpkit.launchers.fork import (
     in_forked_rank,
     refuse_main_references,
 )
-from ddpkit.launchers.restart import run_attempts
 from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
@@ -43,7 +44,6 @@ from ddpkit.ranks.handles import ProcessHandle
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_JOB_KEY, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
 from ddpkit.tracebacks import install_folding_hook
 from ddpkit.utilities import rng

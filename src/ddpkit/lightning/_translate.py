@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 import pytorch_lightning as pl
-from lightning_fabric.connector import _PRECISION_INPUT  # type: ignore[attr-defined]
 from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
@@ -44,6 +43,7 @@ from ddpkit.lightning._device_flags import (
 )
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
 from ddpkit.lightning._keywords import KEYWORDS, Rewrite, callback_list
+from ddpkit.lightning._lightning_private import _PRECISION_INPUT
 from ddpkit.spellings import TRAINING_TYPES
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
