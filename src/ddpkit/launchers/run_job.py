@@ -16,34 +16,31 @@ starts) and every rank's ``env://`` joins it as a client;
 a ddpkit Trainer in the script reads the same variables and plans ``launcher: external``.
 
 The job ends as ddpkit's own launchers end theirs (:class:`~ddpkit.launchers.supervisor
-.Supervisor`, :mod:`ddpkit.ranks.ending`): the first rank that fails is the root cause, every
-other rank is ended (SIGTERM, SIGKILL after 3 s), and the report shows the root cause and its
-traceback first. Ranks die with this process (lifeline). A stall: every rank dumps its stacks
-and the rank that never arrived is the root cause. ``max_restarts``: a failed job starts again,
-whole, on a fresh store, with ``TORCHELASTIC_RESTART_COUNT`` one higher.
+.Supervisor`, :mod:`ddpkit._runtime.process.ending`): the first rank that fails is the root cause,
+every other rank is ended (SIGTERM, SIGKILL after 3 s), and the report shows the root cause and its
+traceback first. Ranks die with this process (lifeline). A stall: every rank dumps its stacks and
+the rank that never arrived is the root cause. ``max_restarts``: a failed job starts again, whole,
+on a fresh store, with ``TORCHELASTIC_RESTART_COUNT`` one higher.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
-import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
+from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import Rank, start_popen
+from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit.errors import ChildFailedError, LaunchError
-from ddpkit.launchers.signals import SignalFlag
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, read_error_file
-from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import StoreHost
 from ddpkit.ranks.run_rank import ENV_STALL_TIMEOUT
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 
 __all__ = ["RunSpec", "interrupted_status", "rank_command", "run", "run_env"]
 
@@ -117,24 +114,17 @@ class Attempt:
     def __init__(self, spec: RunSpec, attempt: int, run_id: str) -> None:
         self.spec = spec
         self.attempt = attempt
-        self.tmpdir: Path | None = None
         self.host: StoreHost | None = None
         self.store: object = None
-        sweep_stale_dirs()  # a launcher that was SIGKILLed could not remove its own
-        self.tmpdir = make_private_dir()
+        self.files = JobFiles()
         if spec.node_rank == 0:
             # Bound before any rank starts: the port is never free in between.
             self.host = StoreHost.bind(spec.master_port, local_only=spec.nnodes == 1)
             self.port = self.host.port
         else:
             self.port = int(spec.master_port or 0)
-        self.handles: list[PopenHandle] = []
+        self.handles: list[Rank] = []
         self.run_id = run_id
-
-    def record_of(self, rank: int) -> ErrorRecord | None:
-        if self.tmpdir is None:
-            return None
-        return read_error_file(self.tmpdir / f"rank{rank}.json")
 
     def start(self) -> None:
         spec, command, base = self.spec, rank_command(self.spec), dict(os.environ)
@@ -142,21 +132,19 @@ class Attempt:
             env = run_env(spec, base, local_rank=local_rank, port=self.port,
                           attempt=self.attempt, run_id=self.run_id)  # fmt: skip
             rank = int(env["RANK"])
-            assert self.tmpdir is not None
             env[ENV_PARENT_PID] = str(os.getpid())
-            env[ENV_ERROR_FILE] = str(self.tmpdir / f"rank{rank}.json")
+            env[ENV_ERROR_FILE] = str(self.files.error_file(rank))
             # Where torch's @record writes, as under torchrun (ddpkit's own report needs none).
-            env["TORCHELASTIC_ERROR_FILE"] = str(self.tmpdir / f"rank{rank}.torchelastic.json")
+            env["TORCHELASTIC_ERROR_FILE"] = str(self.files.path / f"rank{rank}.torchelastic.json")
             env[ENV_STALL_TIMEOUT] = f"{spec.stall_timeout:g}"
             try:
-                proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                        preexec_fn=preexec_for_rank(os.getpid()))  # fmt: skip
+                proc = start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
             except OSError as err:
                 raise LaunchError(
                     f"ddpkit run: could not start rank {rank} ({' '.join(command)}): {err}. "
                     f"Fix: check that {sys.executable} runs."
                 ) from err
-            self.handles.append(PopenHandle(rank=rank, proc=proc))
+            self.handles.append(Rank(rank=rank, proc=proc))
         if self.host is not None:
             # The store's server, on the socket bound above; torch is imported here, while
             # the ranks import theirs (they retry connecting until it serves).
@@ -166,13 +154,13 @@ class Attempt:
 
     def supervise(self, signals: SignalFlag) -> BaseException | None:
         """Until every rank has finished (None) or the job ended: what ended it."""
-        sup = Supervisor(self.handles, self.record_of, what=_WHAT)
+        sup = Supervisor(self.handles, self.files.record_of, what=_WHAT)
         while True:
             signum = signals.wait(POLL_SECONDS)
             if signum is not None:
                 sup.conclude(Interrupted(signum))
                 return sup.wait()
-            failed = first_failure(self.handles, self.record_of)
+            failed = first_failure(self.handles, self.files.record_of)
             if failed is not None:
                 sup.conclude(ChildFailed(failed))
                 return sup.wait()
@@ -184,11 +172,7 @@ class Attempt:
         if self.host is not None:
             self.host.close()
             self.host = None
-        if self.tmpdir is not None:
-            import shutil
-
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-            self.tmpdir = None
+        self.files.close()
 
 
 def run(spec: RunSpec) -> int:

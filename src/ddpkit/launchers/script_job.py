@@ -22,23 +22,23 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import Rank, start_popen
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit._runtime.process.starter import start_in_lifetime_thread
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit.errors import ChildFailedError, LaunchError
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
 from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
 from ddpkit.launchers.script_watch import ChildWatch
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import (
     ChildFailed,
     Interrupted,
@@ -47,13 +47,10 @@ from ddpkit.launchers.supervisor import (
     Supervisor,
 )
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
-from ddpkit.ranks.handles import PopenHandle
+from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
 from ddpkit.tracebacks import first_line, install_folding_hook
 
@@ -93,7 +90,7 @@ class ScriptJob:
         self.signals = SignalFlag()
         self.interrupter = StageInterrupter()
         self.host: StoreHost | None = None
-        self.tmpdir: Path | None = None
+        self.files: JobFiles | None = None
         try:
             # Node 0 binds the store's socket before any child starts and hands it, open, to
             # the store: the port is never free in between, a busy MASTER_PORT fails here (before
@@ -107,9 +104,7 @@ class ScriptJob:
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)
-            # A launcher that was SIGKILLed could not remove its directory: the next launch does.
-            sweep_stale_dirs()
-            self.tmpdir = make_private_dir()  # mode 0700, files 0600
+            self.files = JobFiles()
             handles = start_in_lifetime_thread(lambda: self._start_children(argv))
         except BaseException:
             self.close()
@@ -126,7 +121,8 @@ class ScriptJob:
 
     # -- start ----------------------------------------------------------------------------------
 
-    def _start_children(self, command: list[str]) -> list[PopenHandle]:
+    def _start_children(self, command: list[str]) -> list[Rank]:
+        assert self.files is not None
         envs = {}
         for local_rank in range(1, self.num_processes):
             rank = self.rank_zero.rank + local_rank
@@ -138,26 +134,18 @@ class ScriptJob:
                 node_rank=self.node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(self._file(rank, "json")),
-                stage_file=str(self._file(rank, "stages")),
+                error_file=str(self.files.error_file(rank)),
+                stage_file=str(self.files.stage_file(rank)),
                 extra=self.child_extra,
             )
         return _start_children(command, envs, self.record_of)
 
-    def _file(self, rank: int, suffix: str) -> Path:
-        if self.tmpdir is None:
-            raise RuntimeError("the job's directory is gone")
-        return self.tmpdir / f"rank{rank}.{suffix}"
-
     def record_of(self, rank: int) -> ErrorRecord | None:
-        return None if self.tmpdir is None else read_error_file(self._file(rank, "json"))
+        return None if self.files is None else self.files.record_of(rank)
 
     def stages_of(self, rank: int) -> int:
         """How many stages a child has started (it says so in its stage file)."""
-        try:
-            return int(self._file(rank, "stages").read_text() or 0)
-        except (OSError, ValueError, RuntimeError):
-            return 0
+        return 0 if self.files is None else self.files.stages_of(rank)
 
     def _excepthook(
         self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
@@ -313,35 +301,29 @@ class ScriptJob:
         self.signals.close()
 
     def close(self) -> None:
-        if self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-            self.tmpdir = None
+        if self.files is not None:
+            self.files.close()
         if self.host is not None:
             self.host.close()
 
 
 def _start_children(
     command: list[str], envs: dict[int, dict[str, str]], record_of: Callable[[int], Any]
-) -> list[PopenHandle]:
+) -> list[Rank]:
     """Start one child per rank of ``envs`` (rank -> its environment); on any failure, end the
     ones already started and raise."""
-    handles: list[PopenHandle] = []
+    handles: list[Rank] = []
     try:
         for rank, env in envs.items():
             try:
-                proc = subprocess.Popen(
-                    command,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    preexec_fn=preexec_for_rank(os.getpid()),
-                )
+                proc = start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
             except OSError as err:
                 raise LaunchError(
                     f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): "
                     f"{err}. Fix: check that the command runs on its own (the interpreter and "
                     f"the script exist and are executable)."
                 ) from err
-            handles.append(PopenHandle(rank=rank, proc=proc))
+            handles.append(Rank(rank=rank, proc=proc))
     except BaseException:
         Supervisor(handles, record_of, what=_WHAT).end_all("after rank 0 could not start all")
         raise

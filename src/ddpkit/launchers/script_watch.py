@@ -8,17 +8,17 @@ import sys
 import time
 from typing import Protocol
 
-from ddpkit.launchers.interrupter import StageInterrupter
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
-from ddpkit.ranks.ending import (
+from ddpkit._runtime.process.ending import (
     GRACE_SECONDS,
     POLL_SECONDS,
     STALL_GATHER_SECONDS,
     RecordOf,
     first_failure,
 )
-from ddpkit.ranks.handles import RankHandle
+from ddpkit._runtime.process.proc import Rank
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit.launchers.interrupter import StageInterrupter
+from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
 
 __all__ = ["ChildWatch", "WatchedJob"]
 
@@ -81,7 +81,7 @@ class ChildWatch:
                 self._stage_without_rank_zero(ahead[0])
                 return
 
-    def _stage_without_rank_zero(self, ahead: RankHandle) -> None:
+    def _stage_without_rank_zero(self, ahead: Rank) -> None:
         n = self.job.stages_of(ahead.rank)
         rank = self.job.rank_zero.rank
         note = (
@@ -111,7 +111,7 @@ class ChildWatch:
         signum = self.job.supervisor.interrupted
         os._exit(128 + signum if signum is not None else 1)
 
-    def _silent_after_stall(self) -> RankHandle | None:
+    def _silent_after_stall(self) -> Rank | None:
         """A child that has not answered the stall alarm long after rank zero did: it never
         arrived, and is stuck where even its watchdog thread cannot run."""
         since = self.job.rank_zero.stall_at

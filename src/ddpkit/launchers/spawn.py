@@ -15,13 +15,17 @@ import faulthandler
 import io
 import os
 import pickle
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import MpProcess, Rank
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit._runtime.process.starter import start_in_lifetime_thread
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._runtime.restart.attempts import run_attempts
 from ddpkit.errors import LaunchError
@@ -33,18 +37,14 @@ from ddpkit.launchers.fork import (
     in_forked_rank,
     refuse_main_references,
 )
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.starter import start_in_lifetime_thread
 from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
-from ddpkit.ranks.handles import ProcessHandle
+from ddpkit.ranks.errorfile import report_rank_failure
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_JOB_KEY, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
+from ddpkit.ranks.scratch import write_private
 from ddpkit.tracebacks import install_folding_hook
 from ddpkit.utilities import rng
 
@@ -222,18 +222,17 @@ class SpawnLauncher(Launcher):
         self, env: ClusterEnvironment, payload: bytes | tuple[Any, ...], attempt: Attempt
     ) -> Any:
         """One attempt: its own directory, port, key and ranks, all gone when it returns."""
-        # A launcher that was SIGKILLed could not remove its directory: the next launch does.
-        sweep_stale_dirs()
         # Made first: from here on, the finally below removes it and closes the socket, whatever
         # fails (a busy MASTER_PORT, a full disk while writing the payload).
-        tmpdir = make_private_dir()  # mode 0700, files 0600
+        files = JobFiles()
+        tmpdir = files.path
         host: StoreHost | None = None
         signals = SignalFlag()
         tracker = _ResourceTracker()
         # Filled by _start as each rank starts, so that a start failing half-way still ends
         # the ranks it started.
-        handles: list[ProcessHandle] = []
-        supervisor = Supervisor(handles, self._records(tmpdir), what=_WHAT)
+        handles: list[Rank] = []
+        supervisor = Supervisor(handles, files.record_of, what=_WHAT)
         try:
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
             # child drains only after importing the main module (torch: seconds), so a payload
@@ -251,7 +250,7 @@ class SpawnLauncher(Launcher):
                 extra = {ENV_JOB_KEY: key, **attempt.env()}
                 start_in_lifetime_thread(
                     lambda: self._start(
-                        handles, tmpdir, payload, (env.main_address(), port), host, extra
+                        handles, files, payload, (env.main_address(), port), host, extra
                     )
                 )
                 if host is not None:
@@ -265,23 +264,18 @@ class SpawnLauncher(Launcher):
             if any(h.poll() is None for h in handles):
                 supervisor.end_all("after the launcher ended")
             for h in handles:
-                h.proc.join(timeout=0)
+                if isinstance(h.proc, MpProcess):
+                    h.proc.join(timeout=0)
             if host is not None:
                 host.close()
             signals.close()
             tracker.stop_if_started()
-            shutil.rmtree(tmpdir, ignore_errors=True)
-
-    def _records(self, tmpdir: Path) -> Callable[[int], ErrorRecord | None]:
-        def record_of(rank: int) -> ErrorRecord | None:
-            return read_error_file(tmpdir / f"rank{rank}.json")
-
-        return record_of
+            files.close()
 
     def _start(
         self,
-        handles: list[ProcessHandle],
-        tmpdir: Path,
+        handles: list[Rank],
+        files: JobFiles,
         payload: bytes | tuple[Any, ...],
         main: tuple[str, int],
         host: StoreHost | None,
@@ -301,22 +295,22 @@ class SpawnLauncher(Launcher):
                 node_rank=node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(tmpdir / f"rank{rank}.json"),
+                error_file=str(files.error_file(rank)),
                 extra=extra,
             )
             proc = ctx.Process(
                 target=_spawned_rank,
                 args=(
-                    str(tmpdir / "payload.pkl") if isinstance(payload, bytes) else payload,
+                    str(files.path / "payload.pkl") if isinstance(payload, bytes) else payload,
                     child_env,
-                    str(tmpdir / "result.pt"),
+                    str(files.path / "result.pt"),
                     host.sock if (host is not None and rank == 0) else None,
                     self.plugin.start_method == "forkserver",
                 ),
                 name=f"ddpkit-rank{rank}",
             )
             proc.start()
-            handles.append(ProcessHandle(rank=rank, proc=proc))
+            handles.append(Rank(rank=rank, proc=MpProcess(proc)))
 
     def _supervise(self, supervisor: Supervisor, signals: SignalFlag) -> None:
         """Poll until every rank finished; raise on the first failure or signal."""

@@ -16,11 +16,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ddpkit._runtime.process.ending import RecordOf, choose_root, end_all
+from ddpkit._runtime.process.proc import Rank
+from ddpkit._runtime.process.signals import exit_exception
 from ddpkit.errors import ChildFailedError, RankFailure
 from ddpkit.launchers.report import report_interrupt
-from ddpkit.launchers.signals import exit_exception
-from ddpkit.ranks.ending import RecordOf, choose_root, end_all
-from ddpkit.ranks.handles import RankHandle
 from ddpkit.ranks.stall import StallReport
 
 __all__ = [
@@ -45,7 +45,7 @@ class ChildFailed:
     """A rank the launcher started failed (or ended when it must not have). ``note`` replaces
     the root cause's own description; ``rank_zero_note`` adds a line for rank zero."""
 
-    first: RankHandle
+    first: Rank
     note: str = ""
     rank_zero_note: str = ""
 
@@ -85,7 +85,7 @@ class Supervisor:
 
     def __init__(
         self,
-        handles: Sequence[RankHandle],  # may grow while the ranks start
+        handles: Sequence[Rank],  # may grow while the ranks start
         record_of: RecordOf,
         *,
         what: str,
@@ -130,7 +130,7 @@ class Supervisor:
         self._settled.wait()
         return self.error
 
-    def end_all(self, reason: str, root: RankHandle | None = None) -> list[RankFailure]:
+    def end_all(self, reason: str, root: Rank | None = None) -> list[RankFailure]:
         return end_all(self.handles, root, self.record_of, reason=reason)
 
     # -- the outcomes ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""All-or-nothing supervision on real processes (:mod:`ddpkit.ranks.ending`, shared by the
+"""All-or-nothing supervision on real processes (:mod:`ddpkit._runtime.process.ending`, shared by the
 launchers and the test parent): ending a rank ends its own children, even one that left its
 group, a rank that ignores SIGTERM is killed, and the root cause is the rank that failed first on
 its own."""
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.ranks.ending import choose_root, end_all, end_job, first_failure
+from ddpkit._runtime.process.ending import choose_root, end_all, end_job, first_failure
+from ddpkit._runtime.process.proc import Rank
 from ddpkit.ranks.errorfile import ErrorRecord, raised, read_error_file, write_error_file
-from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.utilities.procs import is_running
 
@@ -43,15 +43,15 @@ class Ranks:
     """Real rank-like processes, each leading its own process group as ddpkit starts them."""
 
     def __init__(self) -> None:
-        self.handles: list[PopenHandle] = []
+        self.handles: list[Rank] = []
 
-    def start(self, code: str, rank: int) -> PopenHandle:
+    def start(self, code: str, rank: int) -> Rank:
         proc = subprocess.Popen(
             [sys.executable, "-c", code],
             stdout=subprocess.PIPE,
             preexec_fn=preexec_for_rank(os.getpid()),
         )
-        handle = PopenHandle(rank=rank, proc=proc)
+        handle = Rank(rank=rank, proc=proc)
         self.handles.append(handle)
         return handle
 
