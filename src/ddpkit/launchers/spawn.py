@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import faulthandler
+import functools
 import io
 import os
 import pickle
@@ -21,11 +22,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
-from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.files import JobFiles
-from ddpkit._runtime.process.proc import MpProcess, Rank
+from ddpkit._runtime.process.proc import MpProcess, Proc
 from ddpkit._runtime.process.signals import SignalFlag
-from ddpkit._runtime.process.starter import start_in_lifetime_thread
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._runtime.restart.attempts import run_attempts
 from ddpkit.errors import LaunchError
@@ -37,7 +37,6 @@ from ddpkit.launchers.fork import (
     in_forked_rank,
     refuse_main_references,
 )
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
 from ddpkit.ranks.errorfile import report_rank_failure
@@ -147,6 +146,11 @@ def _spawned_rank(
         raise
 
 
+def _started(process: Any) -> MpProcess:
+    process.start()
+    return MpProcess(process)
+
+
 def _result(path: Path) -> Any:
     """Rank zero's return value; None when rank zero ran on another node."""
     if not path.exists():
@@ -225,20 +229,16 @@ class SpawnLauncher(Launcher):
         # Made first: from here on, the finally below removes it and closes the socket, whatever
         # fails (a busy MASTER_PORT, a full disk while writing the payload).
         files = JobFiles()
-        tmpdir = files.path
         host: StoreHost | None = None
         signals = SignalFlag()
         tracker = _ResourceTracker()
-        # Filled by _start as each rank starts, so that a start failing half-way still ends
-        # the ranks it started.
-        handles: list[Rank] = []
-        supervisor = Supervisor(handles, files.record_of, what=_WHAT)
+        context = ProcessContext(_WHAT, files.record_of)
         try:
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
             # child drains only after importing the main module (torch: seconds), so a payload
             # larger than the pipe (the data set) would start the ranks one by one.
             if isinstance(payload, bytes):
-                write_private(tmpdir / "payload.pkl", payload)
+                write_private(files.path / "payload.pkl", payload)
             if self.plugin.node_rank == 0:
                 # Bound before any rank starts and handed open to rank 0's store: no window for
                 # another process to take the port, and a busy MASTER_PORT fails before a rank
@@ -248,41 +248,42 @@ class SpawnLauncher(Launcher):
             with signals:
                 key = job_key(self.plugin.all_ranks_local, env.env)
                 extra = {ENV_JOB_KEY: key, **attempt.env()}
-                start_in_lifetime_thread(
-                    lambda: self._start(
-                        handles, files, payload, (env.main_address(), port), host, extra
-                    )
-                )
+                main = (env.main_address(), port)
+                starters = self._starters(files, payload, main, host, extra)
+                context.start(starters, failed="after the launcher ended")
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
                     host = None
-                self._supervise(supervisor, signals)
-            return _result(tmpdir / "result.pt")
+                error = context.wait(signals)
+                if error is not None:
+                    raise error
+            return _result(files.path / "result.pt")
         finally:
             # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
             # the handlers), no rank outlives it and nothing is left on disk.
-            if any(h.poll() is None for h in handles):
-                supervisor.end_all("after the launcher ended")
-            for h in handles:
-                if isinstance(h.proc, MpProcess):
-                    h.proc.join(timeout=0)
+            if any(r.poll() is None for r in context.ranks):
+                context.close("after the launcher ended")
+            for r in context.ranks:
+                if isinstance(r.proc, MpProcess):
+                    r.proc.join(timeout=0)
             if host is not None:
                 host.close()
             signals.close()
             tracker.stop_if_started()
             files.close()
 
-    def _start(
+    def _starters(
         self,
-        handles: list[Rank],
         files: JobFiles,
         payload: bytes | tuple[Any, ...],
         main: tuple[str, int],
         host: StoreHost | None,
         extra: dict[str, str],
-    ) -> None:
-        ctx = _context(self.plugin.start_method)
+    ) -> list[tuple[int, Callable[[], Proc]]]:
+        """How each rank of this node starts: a process of the start method's context."""
+        mp_context = _context(self.plugin.start_method)
         node_rank, per_node = self.plugin.node_rank, self.plugin.num_processes
+        starters: list[tuple[int, Callable[[], Proc]]] = []
         for local_rank in range(per_node):
             rank = node_rank * per_node + local_rank
             child_env = rank_env(
@@ -298,7 +299,7 @@ class SpawnLauncher(Launcher):
                 error_file=str(files.error_file(rank)),
                 extra=extra,
             )
-            proc = ctx.Process(
+            process = mp_context.Process(
                 target=_spawned_rank,
                 args=(
                     str(files.path / "payload.pkl") if isinstance(payload, bytes) else payload,
@@ -309,24 +310,8 @@ class SpawnLauncher(Launcher):
                 ),
                 name=f"ddpkit-rank{rank}",
             )
-            proc.start()
-            handles.append(Rank(rank=rank, proc=MpProcess(proc)))
-
-    def _supervise(self, supervisor: Supervisor, signals: SignalFlag) -> None:
-        """Poll until every rank finished; raise on the first failure or signal."""
-        while True:
-            signum = signals.wait(POLL_SECONDS)
-            outcome: Interrupted | ChildFailed | None = None
-            if signum is not None:
-                outcome = Interrupted(signum)
-            elif (failed := first_failure(supervisor.handles, supervisor.record_of)) is not None:
-                outcome = ChildFailed(failed)
-            if outcome is not None:
-                supervisor.conclude(outcome)
-                error = supervisor.wait()
-                raise error if error is not None else RuntimeError("launch ended unrecorded")
-            if all(h.poll() == 0 for h in supervisor.handles):
-                return
+            starters.append((rank, functools.partial(_started, process)))
+        return starters
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
         buffer = io.BytesIO()

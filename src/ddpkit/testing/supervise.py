@@ -2,14 +2,14 @@
 the warm-start zygote), watch them against the timeout, end the whole process tree, and gather
 what each process left.
 
-The parent supervises its processes as a launcher supervises its ranks, with the same code
-(:mod:`ddpkit._runtime.process.ending`): each process it started is a rank handle; the first
-failure, the timeout or an interrupt ends the job (:func:`~ddpkit._runtime.process.ending.end_job`),
-and how ddpkit ended each process is said in the launchers' words. The parent's own part: the stacks
-each process dumps before a timeout ends it, and the processes still running after every interpreter
-ended. Each process started for the test leads a session of its own, so every process the test
-starts (the ranks of a DDPPlugin Trainer, anything they start) can be found and ended, even after
-its parent died.
+The parent supervises its processes as a launcher supervises its ranks, through the same
+:class:`~ddpkit._runtime.process.context.ProcessContext`: each process it started is one of the
+context's ranks; the first failure, the timeout or an interrupt ends the job (its ``close``), and
+how ddpkit ended each process is said in the launchers' words. The parent's own part: its policy
+(a failure ends the others only after a grace period; a timeout first has each process dump its
+stacks), and the processes still running after every interpreter ended. Each process started for
+the test leads a session of its own, so every process the test starts (the ranks of a DDPPlugin
+Trainer, anything they start) can be found and ended, even after its parent died.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpkit._runtime.process.ending import Ending, end_job
+from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.proc import Proc, Rank, start_popen
 from ddpkit.errors import RankFailure
 from ddpkit.ranks.lifeline import preexec_for_rank
@@ -149,9 +149,8 @@ class Job:
     def __init__(self, directory: Path, idle: Callable[[float], None] = time.sleep) -> None:
         self.directory = directory
         self._idle = idle
-        self._started: list[Rank] = []
-        #: how the parent ended the job (the first time it did); None while nothing was ended
-        self._ending: Ending | None = None
+        # Its processes: the ranks of a process context (records are read from the directory).
+        self.context = ProcessContext("an isolated test", lambda rank: None)
         #: processes found still running after every interpreter had ended: pid -> command
         self._leftover: dict[int, str] = {}
         # pid -> the size of its log just before it was asked to dump its stacks
@@ -176,11 +175,11 @@ class Job:
 
     def adopt(self, rank: int, proc: Proc, log: Path) -> None:
         """Watch a process started elsewhere (forked by the zygote) as one of this test's."""
-        self._started.append(Rank(rank=rank, proc=proc, log=log))
+        self.context.adopt(rank, proc, log)
 
     @property
     def pids(self) -> list[int]:
-        return [s.pid for s in self._started]
+        return list(self.context.pids().values())
 
     def wait(self, timeout: float | None, fail_grace: float = FAIL_GRACE_SECONDS) -> JobEnd:
         """Wait until every interpreter the parent started has ended, or the timeout (then the
@@ -192,12 +191,12 @@ class Job:
         try:
             while True:
                 now = time.monotonic()
-                for s in self._started:
+                for s in self.context.ranks:
                     if s.ended_at is None and s.poll() is not None:
                         s.ended_at = time.time()
                         if failed is None and not self._passed(s):
                             failed = (s, now)
-                if all(s.ended_at is not None for s in self._started):
+                if all(s.ended_at is not None for s in self.context.ranks):
                     break
                 if failed is not None and now - failed[1] >= fail_grace:
                     self._end(f"after rank {failed[0].rank} failed", dump=False)
@@ -233,10 +232,8 @@ class Job:
         dumps its stacks, and then there is no grace (the stacks say where it hung)."""
         if dump:
             self._dump_stacks()
-        ending = end_job(self._started, reason=reason, grace=0.0 if dump else END_GRACE_SECONDS)
-        if self._ending is None:  # the first end names the reason; a later one only mops up
-            self._ending = ending
-        for s in self._started:  # end_job returns once every one has exited
+        self.context.close(reason, grace=0.0 if dump else END_GRACE_SECONDS)
+        for s in self.context.ranks:  # ended: each one has exited
             if s.ended_at is None:
                 s.ended_at = time.time()
 
@@ -249,7 +246,7 @@ class Job:
         time.sleep(DUMP_SECONDS)
 
     def _log_of(self, pid: int, record: ProcessRecord) -> Path:
-        for s in self._started:
+        for s in self.context.ranks:
             if s.pid == pid and s.log is not None:
                 return s.log
         return record.log
@@ -270,7 +267,8 @@ class Job:
             procs.end_processes(running, grace=1.0)
 
     def _ended_how(self, pid: int) -> str:
-        if self._ending is not None and (how := self._ending.note(pid)):
+        ending = self.context.ending
+        if ending is not None and (how := ending.note(pid)):
             return how
         if pid in self._leftover:
             return "still running after the test's interpreters ended; ended by ddpkit"
@@ -304,7 +302,7 @@ class Job:
     def _gather(self) -> tuple[ProcessEnd, ...]:
         records = read_records(self.directory)
         ends = []
-        for s in self._started:
+        for s in self.context.ranks:
             assert s.log is not None  # every process of the test has its log
             record = records.pop(s.pid, None)
             ends.append(self._process_end(s.rank, s.pid, s.log, started=s, record=record))

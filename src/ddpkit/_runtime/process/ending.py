@@ -35,7 +35,6 @@ __all__ = [
     "RecordOf",
     "blame_of",
     "choose_root",
-    "end_all",
     "end_job",
     "fates",
     "first_failure",
@@ -290,20 +289,3 @@ def _note(
     if record is not None and record.note:
         return record.note
     return "had already finished (exit code 0)" if code == 0 else ""
-
-
-def end_all(
-    handles: Sequence[Rank],
-    root: Rank | None,
-    record_of: RecordOf,
-    *,
-    reason: str = "after the root cause failed",
-    grace: float = GRACE_SECONDS,
-) -> list[RankFailure]:
-    """End the job (:func:`end_job`) and return each rank's fate (:func:`fates`).
-
-    A root cause that raised is ended too once its report is in, rather than left to finish
-    exiting: its open connections keep the others' collectives waiting until its interpreter is
-    gone, the better part of a second with torch loaded.
-    """
-    return fates(handles, root, record_of, end_job(handles, reason=reason, grace=grace))
