@@ -3,6 +3,7 @@ plugin, loaded in pyproject's addopts)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -114,7 +115,10 @@ def _scratch_dirs(root: Path) -> set[str]:
     # so its directory is removed when this process exits, not when the test ends.
     job_module = sys.modules.get("ddpkit.launchers.script_job")
     job = job_module.current_job() if job_module is not None else None
-    live = os.path.basename(str(job.tmpdir or "")) if job is not None else ""
+    live = ""
+    if job is not None and job.files is not None:
+        with contextlib.suppress(RuntimeError):  # closed already
+            live = job.files.path.name
     return {
         p.name
         for p in root.iterdir()

@@ -1,6 +1,7 @@
 """The shape of the code, held by a test: an import graph of ``src/ddpkit`` with no circle (not
-even under ``TYPE_CHECKING``) and no arrow from a lower layer to a higher one. The size budgets
-are in test_budgets.py.
+even under ``TYPE_CHECKING``), no arrow from a lower layer to a higher one, and the two front-ends
+apart (each reaches the runtime through its port, never the other's loop). The size budgets are
+in test_budgets.py.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from source_tree import MODULES
 LAYERS: list[tuple[str, ...]] = [
     (
         "ddpkit.__about__",
+        "ddpkit._compat_1x",
         "ddpkit._lightning_surface",
         "ddpkit.errors",
         "ddpkit.spellings",
         "ddpkit.tracebacks",
         "ddpkit.utilities",
     ),
-    ("ddpkit.ranks",),
+    ("ddpkit.ranks", "ddpkit._runtime"),
     ("ddpkit.accelerators", "ddpkit.plugins"),
     ("ddpkit.launchers",),
     ("ddpkit.connector",),
@@ -104,3 +106,47 @@ def test_the_import_graph_has_no_circle() -> None:
     for module in sorted(GRAPH):
         if module not in state:
             visit(module)
+
+
+#: ddpkit's own loop and what it alone runs, and Lightning's front-end: neither imports the other.
+_OWN_LOOP = ("ddpkit.trainer", "ddpkit.core", "ddpkit.callbacks")
+_LIGHTNING = ("ddpkit.lightning",)
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+@pytest.mark.parametrize(("mine", "theirs"), [(_LIGHTNING, _OWN_LOOP), (_OWN_LOOP, _LIGHTNING)])
+def test_the_front_ends_do_not_import_each_other(
+    mine: tuple[str, ...], theirs: tuple[str, ...]
+) -> None:
+    crossing = [
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if _under(module, mine)
+        for target in sorted(targets)
+        if _under(target, theirs)
+    ]
+    assert not crossing, (
+        "a front-end imports the other (go through ddpkit._runtime):\n" + "\n".join(crossing)
+    )
+
+
+def test_lightnings_private_names_are_imported_in_one_module() -> None:
+    """Every private name of Lightning ddpkit imports, it imports in
+    ``ddpkit.lightning._lightning_private`` (where each says why)."""
+    home = "ddpkit.lightning._lightning_private"
+    found = []
+    for module, path in MODULES.items():
+        if module == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if node.module.split(".")[0] not in ("pytorch_lightning", "lightning_fabric"):
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private:
+                found.append(f"{module} (line {node.lineno}): {node.module}: {private}")
+    assert not found, f"import these from {home}:\n" + "\n".join(found)

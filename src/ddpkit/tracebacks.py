@@ -32,6 +32,7 @@ __all__ = [
     "ExceptHook",
     "Folded",
     "FoldingHook",
+    "first_line",
     "fold",
     "fold_hint",
     "folding_installed",
@@ -55,6 +56,12 @@ _PACKAGES = {
 _STDLIB = "Python"
 _CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+def first_line(exc: BaseException) -> str:
+    """'RuntimeError: boom': an exception's type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def verbose(env: Mapping[str, str] | None = None) -> bool:

@@ -16,7 +16,7 @@ pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not in
 
 from ddpkit import DDPKitWarning
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin
-from ddpkit.lightning._keyword_table import KEYWORDS
+from ddpkit.lightning._keywords import KEYWORDS
 from ddpkit.lightning._translate import translate
 from ddpkit.testing import make_probe
 

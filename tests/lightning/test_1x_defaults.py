@@ -18,8 +18,8 @@ import pytest
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning  # noqa: E402
+from ddpkit._compat_1x.keywords import DEVICE_ROWS, ROWS, is_value  # noqa: E402
 from ddpkit.lightning import Trainer  # noqa: E402
-from ddpkit.trainer.legacy_table import DEVICE_ROWS, ROWS, is_value  # noqa: E402
 
 DATA = json.loads((Path(__file__).parent / "data" / "trainer_1x_signatures.json").read_text())
 VERSIONS: dict[str, dict[str, Any]] = {

@@ -16,9 +16,9 @@ pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is n
 from pytorch_lightning.strategies import SingleDeviceStrategy  # noqa: E402
 
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning  # noqa: E402
+from ddpkit._compat_1x.keywords import DEVICE_ROWS, ROWS  # noqa: E402
 from ddpkit.lightning import LightningDataModule, SupervisedDDPStrategy, Trainer  # noqa: E402
 from ddpkit.lightning._arguments import TRAINER_1X_DEFAULTS  # noqa: E402
-from ddpkit.trainer.legacy_table import DEVICE_ROWS, ROWS  # noqa: E402
 
 
 def parse(line: str, parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:

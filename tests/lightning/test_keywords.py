@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import Trainer  # noqa: E402
 from ddpkit.lightning._callbacks import GradNormLogger  # noqa: E402
-from ddpkit.lightning._keyword_table import KEYWORDS  # noqa: E402
+from ddpkit.lightning._keywords import KEYWORDS  # noqa: E402
 
 
 class Tiny(pl.LightningModule):

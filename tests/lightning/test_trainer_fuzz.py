@@ -24,10 +24,10 @@ from lightning_fabric.plugins.environments import (  # noqa: E402
 from pytorch_lightning.plugins import MixedPrecision  # noqa: E402
 from pytorch_lightning.strategies import DDPStrategy  # noqa: E402
 
+from ddpkit._compat_1x.keywords import ROWS  # noqa: E402
 from ddpkit.errors import MisconfigurationError  # noqa: E402
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin, Trainer  # noqa: E402
 from ddpkit.plugins import LocalEnvironment  # noqa: E402
-from ddpkit.trainer.legacy_table import ROWS  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ddpkit.ranks.ending import Ending
+from ddpkit._runtime.process.ending import Ending
 from ddpkit.testing.markers import DistributedSpec
 from ddpkit.testing.report import distributed_reports, standalone_reports
 from ddpkit.testing.rootcause import judge
@@ -16,7 +16,7 @@ from ddpkit.testing.supervise import JobEnd, ProcessEnd
 from ddpkit.testing.worker import ProcessRecord
 
 SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
-#: What the parent's Job says of a process it ended, in the launchers' words (ranks.ending).
+#: What the parent's Job says of a process it ended, in the launchers' words (_runtime.process.ending).
 AT_TIMEOUT = Ending("at the test's timeout (7 s)", 0.0, frozenset({1}), frozenset({1})).note(1)
 AFTER_FAILURE = Ending("after rank 1 failed", 2.0, frozenset({1})).note(1)
 

@@ -6,7 +6,7 @@ import pytest
 
 from ddpkit import Trainer
 from ddpkit.errors import MisconfigurationError
-from ddpkit.trainer.restart import KeptCheckpoint
+from ddpkit.trainer._fit_port import KeptCheckpoint
 
 TORCHRUN = {
     "RANK": "0",

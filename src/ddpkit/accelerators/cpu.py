@@ -8,6 +8,7 @@ from typing import ClassVar
 import torch
 
 from ddpkit.accelerators.base import Accelerator
+from ddpkit.utilities.procs import usable_cores
 
 __all__ = ["CPUAccelerator", "cpu_threads_per_rank"]
 
@@ -15,13 +16,6 @@ __all__ = ["CPUAccelerator", "cpu_threads_per_rank"]
 def cpu_threads_per_rank(cores: int, local_world_size: int) -> int:
     """Threads each rank may use so that ranks × threads ≤ cores (at least one)."""
     return max(1, cores // max(1, local_world_size))
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class CPUAccelerator(Accelerator):
@@ -38,4 +32,4 @@ class CPUAccelerator(Accelerator):
         # Every rank would otherwise start one intra-op thread per core: with N ranks that is
         # N × cores threads fighting for the same cores. The user's OMP_NUM_THREADS wins.
         if local_world_size > 1 and "OMP_NUM_THREADS" not in os.environ:
-            torch.set_num_threads(cpu_threads_per_rank(_usable_cores(), local_world_size))
+            torch.set_num_threads(cpu_threads_per_rank(usable_cores(), local_world_size))

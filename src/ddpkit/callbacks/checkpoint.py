@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit.callbacks.base import Callback
 from ddpkit.callbacks.checkpoint_plan import (
     STATE,
@@ -28,7 +29,6 @@ from ddpkit.callbacks.checkpoint_plan import (
     link,
 )
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.ranks.restart import current_attempt
 from ddpkit.utilities.files import atomic_write, sweep_partials
 from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 

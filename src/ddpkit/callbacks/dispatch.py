@@ -13,7 +13,7 @@ from typing import Any
 
 from ddpkit.callbacks.base import Callback
 
-__all__ = ["Dispatcher", "callback_hook", "is_callback", "module_hook"]
+__all__ = ["Dispatcher", "callback_hook", "is_callback", "merge_callbacks", "module_hook"]
 
 # Base classes whose hooks do nothing: ddpkit's own and Lightning's (a LightningDataModule's
 # loader hooks raise "must be implemented"; Lightning's Callback hooks are empty).
@@ -139,3 +139,20 @@ def is_callback(obj: Any) -> bool:
     return isinstance(obj, Callback) or any(
         (cls.__module__, cls.__name__) in _CALLBACK_BASES for cls in type(obj).__mro__
     )
+
+
+def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
+    """``configure_callbacks()`` results replace the Trainer's callbacks of the same type;
+    checkpoint callbacks go last (Lightning's order)."""
+    if not extra:
+        return callbacks
+    extra = list(extra) if isinstance(extra, list | tuple) else [extra]
+    replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
+    merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
+    return [cb for cb in merged if not _is_checkpoint(cb)] + [
+        cb for cb in merged if _is_checkpoint(cb)
+    ]
+
+
+def _is_checkpoint(callback: Any) -> bool:
+    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)

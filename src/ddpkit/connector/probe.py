@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit.launchers.pytest_session import is_pytest_session
+from ddpkit.utilities.procs import usable_cores
 from ddpkit.utilities.script import has_script
 
 __all__ = ["Probe"]
@@ -65,7 +66,7 @@ class Probe:
             cuda_device_count=int(torch.cuda.device_count()) if available else 0,
             env=types.MappingProxyType(dict(os.environ)),
             interactive=_is_interactive(),
-            cpu_count=_usable_cores(),
+            cpu_count=usable_cores(),
             mpi4py_available=importlib.util.find_spec("mpi4py") is not None,
         )
 
@@ -96,10 +97,3 @@ def _is_interactive() -> bool:
     if is_pytest_session(sys.modules.get("__main__"), sys.modules):
         return False
     return not has_script()
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddpkit.connector.translate import Request
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.spellings import TRAINING_TYPES
 
 __all__ = ["ambiguity_message", "legacy_word_message", "modern_call", "registry_name"]
 

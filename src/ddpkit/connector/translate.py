@@ -188,20 +188,31 @@ def _devices(call: str, flags: Flags, acc: _Accelerator, tt: Any) -> tuple[Any, 
     return accelerator, acc_source, devices, unused, legacy is not None, ignored
 
 
+def _flag_or_plugin(
+    call: str, field: str, given: Any, shown: str, from_plugin: Any, owner: str
+) -> tuple[Any, str]:
+    """A flag the training-type plugin may carry too (``owner``: the plugin as the call wrote
+    it): the two must agree; the flag (as written, ``shown``) wins, then the plugin's value,
+    else None and the default."""
+    if given is not None and from_plugin is not None and given != from_plugin:
+        raise MisconfigurationError(
+            f"{call}: {field}={given} and {owner}'s {field}={from_plugin} disagree. Fix: pass "
+            f"only one of them."
+        )
+    if given is not None:
+        return given, f"{field}={shown}"
+    if from_plugin is not None:
+        return from_plugin, f"{owner}.{field}"
+    return None, "default"
+
+
 def _num_nodes(call: str, flags: Flags, instance: TrainingTypePlugin | None, source: str) -> Any:
     raw = flags.num_nodes if is_given("num_nodes", flags.num_nodes) else None
     given = _count_flag(call, "num_nodes", raw, MAX_WORLD_SIZE)
     from_plugin = instance.given.num_nodes if instance is not None else None
-    if given is not None and from_plugin is not None and given != from_plugin:
-        raise MisconfigurationError(
-            f"{call}: num_nodes={given} and {source}'s num_nodes={from_plugin} disagree. Fix: "
-            f"pass only one of them."
-        )
-    if given is not None:
-        return given, f"num_nodes={safe_repr(flags.num_nodes)}"
-    if from_plugin is not None:
-        return from_plugin, f"{source}.num_nodes"
-    return None, "default"
+    return _flag_or_plugin(
+        call, "num_nodes", given, safe_repr(flags.num_nodes), from_plugin, source
+    )
 
 
 def _precision(call: str, flags: Flags, instance: PrecisionPlugin | None) -> tuple[str, str]:
@@ -236,17 +247,12 @@ def _sync_batchnorm(call: str, flags: Flags, instance: TrainingTypePlugin | None
             "sync_batchnorm=True."
         )
     from_plugin = instance.given.sync_batchnorm if instance is not None else None
-    if value is True and from_plugin is False:
-        raise MisconfigurationError(
-            f"{call}: sync_batchnorm=True and {safe_repr(instance)}'s sync_batchnorm=False "
-            "disagree. "
-            f"Fix: pass only one of them."
-        )
-    if value is True:
-        return True, "sync_batchnorm=True"
-    if from_plugin is not None:
-        return from_plugin, f"{safe_repr(instance)}.sync_batchnorm"
-    return False, "default"
+    # False asks for nothing: the plugin's own value stands.
+    given = True if value is True else None
+    chosen, reason = _flag_or_plugin(
+        call, "sync_batchnorm", given, "True", from_plugin, safe_repr(instance)
+    )
+    return bool(chosen), reason
 
 
 def _environment(call: str, plugins: Sorted, tt: TrainingTypePlugin | None, source: str) -> Any:

@@ -14,8 +14,8 @@ from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
 from ddpkit.plugins.training_type.single_device import SingleDevicePlugin
+from ddpkit.spellings import TRAINING_TYPES
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 
@@ -80,6 +80,14 @@ def _precision(call: str, plugin: PrecisionPlugin) -> None:
         )
 
 
+def _only_one(call: str, kind: str, current: Any, new: Any) -> None:
+    """``plugins=[...]`` holds at most one plugin of a ``kind`` (the same object twice is one)."""
+    if current is not None and current is not new:
+        raise MisconfigurationError(
+            f"{call}: two {kind}, {safe_repr(current)} and {safe_repr(new)}. Fix: pass one."
+        )
+
+
 def _add(call: str, out: Sorted, plugin: Any, source: str) -> None:
     if isinstance(plugin, TrainingTypePlugin):
         out.training_types.append((source, plugin, False))
@@ -89,20 +97,11 @@ def _add(call: str, out: Sorted, plugin: Any, source: str) -> None:
         out.training_types.append((source, plugin, True))
     elif isinstance(plugin, ClusterEnvironment):
         _environment(call, plugin)
-        if out.environment is not None and out.environment is not plugin:
-            raise MisconfigurationError(
-                f"{call}: two cluster environments, {safe_repr(out.environment)} and "
-                f"{safe_repr(plugin)}. "
-                f"Fix: pass one."
-            )
+        _only_one(call, "cluster environments", out.environment, plugin)
         out.environment = plugin
     elif isinstance(plugin, PrecisionPlugin):
         _precision(call, plugin)
-        if out.precision is not None and out.precision is not plugin:
-            raise MisconfigurationError(
-                f"{call}: two precision plugins, {safe_repr(out.precision)} and "
-                f"{safe_repr(plugin)}. Fix: pass one."
-            )
+        _only_one(call, "precision plugins", out.precision, plugin)
         out.precision = plugin
     else:
         raise MisconfigurationError(

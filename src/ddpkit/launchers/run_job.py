@@ -15,35 +15,31 @@ torchrun, node 0's launcher serves the rendezvous store (``MASTER_PORT``, bound 
 starts) and every rank's ``env://`` joins it as a client;
 a ddpkit Trainer in the script reads the same variables and plans ``launcher: external``.
 
-The job ends as ddpkit's own launchers end theirs (:class:`~ddpkit.launchers.supervisor
-.Supervisor`, :mod:`ddpkit.ranks.ending`): the first rank that fails is the root cause, every
-other rank is ended (SIGTERM, SIGKILL after 3 s), and the report shows the root cause and its
-traceback first. Ranks die with this process (lifeline). A stall: every rank dumps its stacks
-and the rank that never arrived is the root cause. ``max_restarts``: a failed job starts again,
-whole, on a fresh store, with ``TORCHELASTIC_RESTART_COUNT`` one higher.
+The job ends as ddpkit's own launchers end theirs (:mod:`ddpkit._runtime.process`): the first rank
+that fails is the root cause, every other rank is ended (SIGTERM, SIGKILL after 3 s), and the report
+shows the root cause and its traceback first. Ranks die with this process (lifeline). A stall: every
+rank dumps its stacks and the rank that never arrived is the root cause. ``max_restarts``: a failed
+job starts again, whole, on a fresh store, with ``TORCHELASTIC_RESTART_COUNT`` one higher.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import os
-import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
+from ddpkit._runtime.process.context import ProcessContext
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import Proc, start_popen
+from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit.errors import ChildFailedError, LaunchError
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, read_error_file
-from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import StoreHost
 from ddpkit.ranks.run_rank import ENV_STALL_TIMEOUT
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 
 __all__ = ["RunSpec", "interrupted_status", "rank_command", "run", "run_env"]
 
@@ -111,52 +107,38 @@ def run_env(
     return env
 
 
-class Attempt:
-    """One start of the job: its store, its ranks, their end."""
+class RunJob:
+    """One start of the job: its store, its ranks (a process context), their end."""
 
     def __init__(self, spec: RunSpec, attempt: int, run_id: str) -> None:
         self.spec = spec
         self.attempt = attempt
-        self.tmpdir: Path | None = None
+        self.run_id = run_id
         self.host: StoreHost | None = None
         self.store: object = None
-        sweep_stale_dirs()  # a launcher that was SIGKILLed could not remove its own
-        self.tmpdir = make_private_dir()
+        self.files = JobFiles()
         if spec.node_rank == 0:
             # Bound before any rank starts: the port is never free in between.
             self.host = StoreHost.bind(spec.master_port, local_only=spec.nnodes == 1)
             self.port = self.host.port
         else:
             self.port = int(spec.master_port or 0)
-        self.handles: list[PopenHandle] = []
-        self.run_id = run_id
-
-    def record_of(self, rank: int) -> ErrorRecord | None:
-        if self.tmpdir is None:
-            return None
-        return read_error_file(self.tmpdir / f"rank{rank}.json")
+        self.context = ProcessContext(_WHAT, self.files.record_of)
 
     def start(self) -> None:
         spec, command, base = self.spec, rank_command(self.spec), dict(os.environ)
+        starters = []
         for local_rank in range(spec.nproc_per_node):
             env = run_env(spec, base, local_rank=local_rank, port=self.port,
                           attempt=self.attempt, run_id=self.run_id)  # fmt: skip
             rank = int(env["RANK"])
-            assert self.tmpdir is not None
             env[ENV_PARENT_PID] = str(os.getpid())
-            env[ENV_ERROR_FILE] = str(self.tmpdir / f"rank{rank}.json")
+            env[ENV_ERROR_FILE] = str(self.files.error_file(rank))
             # Where torch's @record writes, as under torchrun (ddpkit's own report needs none).
-            env["TORCHELASTIC_ERROR_FILE"] = str(self.tmpdir / f"rank{rank}.torchelastic.json")
+            env["TORCHELASTIC_ERROR_FILE"] = str(self.files.path / f"rank{rank}.torchelastic.json")
             env[ENV_STALL_TIMEOUT] = f"{spec.stall_timeout:g}"
-            try:
-                proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                        preexec_fn=preexec_for_rank(os.getpid()))  # fmt: skip
-            except OSError as err:
-                raise LaunchError(
-                    f"ddpkit run: could not start rank {rank} ({' '.join(command)}): {err}. "
-                    f"Fix: check that {sys.executable} runs."
-                ) from err
-            self.handles.append(PopenHandle(rank=rank, proc=proc))
+            starters.append((rank, functools.partial(_start_rank, command, env, rank)))
+        self.context.start(starters)
         if self.host is not None:
             # The store's server, on the socket bound above; torch is imported here, while
             # the ranks import theirs (they retry connecting until it serves).
@@ -164,31 +146,22 @@ class Attempt:
             self.store = self.host.server(self.spec.master_addr or "127.0.0.1",
                                           spec.world_size, timeout)  # fmt: skip
 
-    def supervise(self, signals: SignalFlag) -> BaseException | None:
-        """Until every rank has finished (None) or the job ended: what ended it."""
-        sup = Supervisor(self.handles, self.record_of, what=_WHAT)
-        while True:
-            signum = signals.wait(POLL_SECONDS)
-            if signum is not None:
-                sup.conclude(Interrupted(signum))
-                return sup.wait()
-            failed = first_failure(self.handles, self.record_of)
-            if failed is not None:
-                sup.conclude(ChildFailed(failed))
-                return sup.wait()
-            if all(h.poll() == 0 for h in self.handles):
-                return None
-
     def close(self) -> None:
         self.store = None  # the server stops with its last reference
         if self.host is not None:
             self.host.close()
             self.host = None
-        if self.tmpdir is not None:
-            import shutil
+        self.files.close()
 
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-            self.tmpdir = None
+
+def _start_rank(command: list[str], env: dict[str, str], rank: int) -> Proc:
+    try:
+        return start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
+    except OSError as err:
+        raise LaunchError(
+            f"ddpkit run: could not start rank {rank} ({' '.join(command)}): {err}. "
+            f"Fix: check that {sys.executable} runs."
+        ) from err
 
 
 def run(spec: RunSpec) -> int:
@@ -198,10 +171,10 @@ def run(spec: RunSpec) -> int:
     try:
         with signals:
             for attempt in range(spec.max_restarts + 1):
-                job = Attempt(spec, attempt, run_id)
+                job = RunJob(spec, attempt, run_id)
                 try:
                     job.start()
-                    error = job.supervise(signals)
+                    error = job.context.wait(signals)
                 finally:
                     job.close()
                 if error is None:

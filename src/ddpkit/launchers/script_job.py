@@ -3,8 +3,8 @@
 One job per script (:func:`job_for`): the children re-run the whole script, so they live as long
 as it does, and a second ``fit`` (or a second Trainer) finds them at the same rendezvous. Rank
 zero runs its stages in the calling thread; a supervisor thread polls the children. Either may
-see the job end first, and both hand the end to :class:`~ddpkit.launchers.supervisor.Supervisor`,
-which ends it once:
+see the job end first, and both hand the end to the job's
+:class:`~ddpkit._runtime.process.context.ProcessContext`, which ends it once:
 
 - a child fails: the others are ended, and rank zero's stage is unwound (its collective also
   fails as soon as the child's sockets close); ``fit`` raises :class:`ChildFailedError`, root
@@ -22,41 +22,36 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.process.context import (
+    ChildFailed,
+    Interrupted,
+    ProcessContext,
+    RankZero,
+    RankZeroFailed,
+)
+from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import Proc, start_popen
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit.errors import ChildFailedError, LaunchError
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
 from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
-from ddpkit.launchers.report import first_line
 from ddpkit.launchers.script_watch import ChildWatch
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.starter import start_in_lifetime_thread
-from ddpkit.launchers.supervisor import (
-    ChildFailed,
-    Interrupted,
-    RankZero,
-    RankZeroFailed,
-    Supervisor,
-)
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss, read_error_file
-from ddpkit.ranks.handles import PopenHandle
+from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.restart import Attempt
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.ranks.stall import StallReport
-from ddpkit.tracebacks import install_folding_hook
+from ddpkit.tracebacks import first_line, install_folding_hook
 
 __all__ = ["ScriptJob", "job_for", "retire_job"]
 
@@ -94,7 +89,7 @@ class ScriptJob:
         self.signals = SignalFlag()
         self.interrupter = StageInterrupter()
         self.host: StoreHost | None = None
-        self.tmpdir: Path | None = None
+        self.files: JobFiles | None = None
         try:
             # Node 0 binds the store's socket before any child starts and hands it, open, to
             # the store: the port is never free in between, a busy MASTER_PORT fails here (before
@@ -108,30 +103,30 @@ class ScriptJob:
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)
-            # A launcher that was SIGKILLed could not remove its directory: the next launch does.
-            sweep_stale_dirs()
-            self.tmpdir = make_private_dir()  # mode 0700, files 0600
-            handles = start_in_lifetime_thread(lambda: self._start_children(argv))
+            self.files = JobFiles()
+            self.context = ProcessContext(_WHAT, self.record_of, rank_zero=self.rank_zero)
+            self.context.start(self._children(argv))
         except BaseException:
             self.close()
             self.signals.close()
             raise
-        self.supervisor = Supervisor(handles, self.record_of, what=_WHAT, rank_zero=self.rank_zero)
         install_folding_hook()  # the report that ends the script: its frames of ddpkit folded
         self._previous_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.at_exit)
-        watch = ChildWatch(self, self.record_of)
+        watch = ChildWatch(self)
         self._watcher = threading.Thread(target=watch.run, name="ddpkit-watch", daemon=True)
         self._watcher.start()
 
     # -- start ----------------------------------------------------------------------------------
 
-    def _start_children(self, command: list[str]) -> list[PopenHandle]:
-        envs = {}
+    def _children(self, command: list[str]) -> list[tuple[int, Callable[[], Proc]]]:
+        """How each child starts: this script again, with its rank's environment."""
+        assert self.files is not None
+        starters = []
         for local_rank in range(1, self.num_processes):
             rank = self.rank_zero.rank + local_rank
-            envs[rank] = rank_env(
+            env = rank_env(
                 os.environ,
                 main_address=self.rendezvous.address,
                 main_port=self.rendezvous.port,
@@ -139,26 +134,19 @@ class ScriptJob:
                 node_rank=self.node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(self._file(rank, "json")),
-                stage_file=str(self._file(rank, "stages")),
+                error_file=str(self.files.error_file(rank)),
+                stage_file=str(self.files.stage_file(rank)),
                 extra=self.child_extra,
             )
-        return _start_children(command, envs, self.record_of)
-
-    def _file(self, rank: int, suffix: str) -> Path:
-        if self.tmpdir is None:
-            raise RuntimeError("the job's directory is gone")
-        return self.tmpdir / f"rank{rank}.{suffix}"
+            starters.append((rank, _starter(command, env)))
+        return starters
 
     def record_of(self, rank: int) -> ErrorRecord | None:
-        return None if self.tmpdir is None else read_error_file(self._file(rank, "json"))
+        return None if self.files is None else self.files.record_of(rank)
 
     def stages_of(self, rank: int) -> int:
         """How many stages a child has started (it says so in its stage file)."""
-        try:
-            return int(self._file(rank, "stages").read_text() or 0)
-        except (OSError, ValueError, RuntimeError):
-            return 0
+        return 0 if self.files is None else self.files.stages_of(rank)
 
     def _excepthook(
         self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
@@ -187,15 +175,15 @@ class ScriptJob:
                     raise
                 # The report (or the interrupt) says it all; the lost-peer error is noise.
                 raise error from None
-            if self.signals.signum is not None or self.supervisor.claimed:
+            if self.signals.signum is not None or self.context.claimed:
                 # Something happened just as the stage ended: it still ends the job.
                 raise self._outcome(None) from None
         return result
 
     def _check_before(self, stage: str) -> None:
-        sup = self.supervisor
+        sup = self.context
         if sup.claimed:
-            error = sup.wait()
+            error = sup.settled()
             if isinstance(error, ChildFailedError):
                 self.failure_reported = True
                 raise error
@@ -203,7 +191,7 @@ class ScriptJob:
                 f"Trainer.{stage}: the other ranks of this script have already ended; a script "
                 f"runs its ranks once. Fix: start the script again."
             )
-        for h in sup.handles:
+        for h in sup.ranks:
             code = h.poll()
             if code is None:
                 continue
@@ -218,7 +206,7 @@ class ScriptJob:
 
     def _outcome(self, exc: BaseException | None) -> BaseException:
         """What rank zero raises once its stage ended with ``exc`` (None: it returned)."""
-        sup = self.supervisor
+        sup = self.context
         signum = self.signals.signum
         if signum is not None:
             sup.conclude(Interrupted(signum))
@@ -228,7 +216,7 @@ class ScriptJob:
             # Nobody else saw a failure: rank zero is the root cause.
             rank = self.rank_zero.rank
             sup.conclude(RankZeroFailed(exc, f"after rank {rank} failed ({first_line(exc)})"))
-        error = sup.wait()
+        error = sup.settled()
         if error is None:
             raise RuntimeError("the job ended without a recorded outcome")  # a bug, not input
         if error is exc or sup.interrupted is not None:
@@ -241,10 +229,10 @@ class ScriptJob:
         supervisor a moment to see that death, so the report blames the right rank."""
         wait = RANK_ZERO_PEER_LOSS_SECONDS if _is_consequence(exc) else 0.0
         deadline = time.monotonic() + wait
-        sup = self.supervisor
+        sup = self.context
         while not sup.claimed:
-            failed = first_failure(sup.handles, self.record_of)
-            exited = [h for h in sup.handles if h.poll() is not None]
+            failed = first_failure(sup.ranks, self.record_of)
+            exited = [h for h in sup.ranks if h.poll() is not None]
             culprit = failed or (exited[0] if exited else None)
             if culprit is not None:
                 sup.conclude(ChildFailed(culprit))
@@ -282,7 +270,7 @@ class ScriptJob:
         """The script is over on rank zero: wait for the children to finish theirs (or end them
         at once when rank zero's script failed), report a failure not yet reported, clean up."""
         self.exiting = True
-        sup = self.supervisor
+        sup = self.context
         if self.script_raised is not None:
             rank = self.rank_zero.rank
             sup.conclude(
@@ -292,7 +280,7 @@ class ScriptJob:
             while self._watcher.is_alive():
                 self._watcher.join(timeout=POLL_SECONDS * 4)
             if sup.claimed:
-                sup.wait()
+                sup.settled()
         self.close()
         self.signals.close()
         if isinstance(sup.error, ChildFailedError) and not self.failure_reported:
@@ -314,39 +302,24 @@ class ScriptJob:
         self.signals.close()
 
     def close(self) -> None:
-        if self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-            self.tmpdir = None
+        if self.files is not None:
+            self.files.close()
         if self.host is not None:
             self.host.close()
 
 
-def _start_children(
-    command: list[str], envs: dict[int, dict[str, str]], record_of: Callable[[int], Any]
-) -> list[PopenHandle]:
-    """Start one child per rank of ``envs`` (rank -> its environment); on any failure, end the
-    ones already started and raise."""
-    handles: list[PopenHandle] = []
-    try:
-        for rank, env in envs.items():
-            try:
-                proc = subprocess.Popen(
-                    command,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    preexec_fn=preexec_for_rank(os.getpid()),
-                )
-            except OSError as err:
-                raise LaunchError(
-                    f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): "
-                    f"{err}. Fix: check that the command runs on its own (the interpreter and "
-                    f"the script exist and are executable)."
-                ) from err
-            handles.append(PopenHandle(rank=rank, proc=proc))
-    except BaseException:
-        Supervisor(handles, record_of, what=_WHAT).end_all("after rank 0 could not start all")
-        raise
-    return handles
+def _starter(command: list[str], env: dict[str, str]) -> Callable[[], Proc]:
+    def start() -> Proc:
+        try:
+            return start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
+        except OSError as err:
+            raise LaunchError(
+                f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): {err}. "
+                f"Fix: check that the command runs on its own (the interpreter and the script "
+                f"exist and are executable)."
+            ) from err
+
+    return start
 
 
 _job: ScriptJob | None = None

@@ -1,5 +1,6 @@
 """The supervisor thread of rank zero's job: polls the children while rank zero runs its
-stages, and hands what it sees to the job's :class:`~ddpkit.launchers.supervisor.Supervisor`."""
+stages, and hands what it sees to the job's
+:class:`~ddpkit._runtime.process.context.ProcessContext`."""
 
 from __future__ import annotations
 
@@ -8,17 +9,14 @@ import sys
 import time
 from typing import Protocol
 
-from ddpkit.launchers.interrupter import StageInterrupter
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, RankZero, Supervisor
-from ddpkit.ranks.ending import (
+from ddpkit._runtime.process.context import ChildFailed, ProcessContext, RankZero
+from ddpkit._runtime.process.ending import (
     GRACE_SECONDS,
-    POLL_SECONDS,
     STALL_GATHER_SECONDS,
-    RecordOf,
-    first_failure,
 )
-from ddpkit.ranks.handles import RankHandle
+from ddpkit._runtime.process.proc import Rank
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit.launchers.interrupter import StageInterrupter
 
 __all__ = ["ChildWatch", "WatchedJob"]
 
@@ -26,7 +24,7 @@ __all__ = ["ChildWatch", "WatchedJob"]
 class WatchedJob(Protocol):
     """What the watch reads of the job it watches."""
 
-    supervisor: Supervisor
+    context: ProcessContext
     signals: SignalFlag
     interrupter: StageInterrupter
     rank_zero: RankZero
@@ -43,26 +41,22 @@ class WatchedJob(Protocol):
 class ChildWatch:
     """Polls the children of ``job`` until the job ends; see :meth:`run`."""
 
-    def __init__(self, job: WatchedJob, record_of: RecordOf) -> None:
+    def __init__(self, job: WatchedJob) -> None:
         self.job = job
-        self.record_of = record_of
 
     def run(self) -> None:
-        sup = self.job.supervisor
+        ctx = self.job.context
         early_exit_since: float | None = None
-        while not sup.claimed:
-            signum = self.job.signals.wait(POLL_SECONDS)
-            if signum is not None and self.job.signals.installed:
-                if sup.conclude(Interrupted(signum)):
+        while not ctx.claimed:
+            outcome = ctx.look(self.job.signals)
+            if outcome is None and (silent := self._silent_after_stall()) is not None:
+                outcome = ChildFailed(silent)
+            if outcome is not None:
+                if ctx.conclude(outcome):
                     self._unwind_stage()
                 return
-            failed = first_failure(sup.handles, self.record_of) or self._silent_after_stall()
-            if failed is not None:
-                if sup.conclude(ChildFailed(failed)):
-                    self._unwind_stage()
-                return
-            exited = [h for h in sup.handles if h.poll() is not None]
-            if exited and len(exited) == len(sup.handles) and not self.job.interrupter.armed:
+            exited = [h for h in ctx.ranks if h.poll() is not None]
+            if exited and len(exited) == len(ctx.ranks) and not self.job.interrupter.armed:
                 return  # every child finished its script
             if exited and self.job.interrupter.armed and self.job.rank_zero.stall is None:
                 # A child that finished its script while rank zero is in a stage never joins
@@ -71,17 +65,17 @@ class ChildWatch:
                 early_exit_since = early_exit_since or time.monotonic()
                 never_started = self.job.stages_of(exited[0].rank) < self.job.stages
                 waited = time.monotonic() - early_exit_since > GRACE_SECONDS
-                if (never_started or waited) and sup.conclude(ChildFailed(exited[0])):
+                if (never_started or waited) and ctx.conclude(ChildFailed(exited[0])):
                     self._unwind_stage()
                     return
             else:
                 early_exit_since = None
-            ahead = [h for h in sup.handles if self.job.stages_of(h.rank) > self.job.stages]
+            ahead = [h for h in ctx.ranks if self.job.stages_of(h.rank) > self.job.stages]
             if self.job.exiting and ahead:
                 self._stage_without_rank_zero(ahead[0])
                 return
 
-    def _stage_without_rank_zero(self, ahead: RankHandle) -> None:
+    def _stage_without_rank_zero(self, ahead: Rank) -> None:
         n = self.job.stages_of(ahead.rank)
         rank = self.job.rank_zero.rank
         note = (
@@ -89,7 +83,7 @@ class ChildWatch:
             f"every rank must make the same Trainer calls (a call under "
             f"`if not trainer.is_global_zero:` runs on the other ranks only)"
         )
-        self.job.supervisor.conclude(
+        self.job.context.conclude(
             ChildFailed(ahead, note=note, rank_zero_note="this process; its script ended")
         )
 
@@ -98,7 +92,7 @@ class ChildWatch:
         end this process after the grace period."""
         if self.job.interrupter.interrupt(GRACE_SECONDS):
             return
-        error = self.job.supervisor.error
+        error = self.job.context.error
         if error is not None:
             sys.stderr.write(f"ddpkit: {error}\n")
         sys.stderr.write(
@@ -108,13 +102,13 @@ class ChildWatch:
         )
         sys.stderr.flush()
         self.job.close()
-        signum = self.job.supervisor.interrupted
+        signum = self.job.context.interrupted
         os._exit(128 + signum if signum is not None else 1)
 
-    def _silent_after_stall(self) -> RankHandle | None:
+    def _silent_after_stall(self) -> Rank | None:
         """A child that has not answered the stall alarm long after rank zero did: it never
         arrived, and is stuck where even its watchdog thread cannot run."""
         since = self.job.rank_zero.stall_at
         if since is None or time.monotonic() - since < STALL_GATHER_SECONDS:
             return None
-        return next((h for h in self.job.supervisor.handles if h.poll() is None), None)
+        return next((h for h in self.job.context.ranks if h.poll() is None), None)

@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import ast
 import faulthandler
+import functools
 import io
 import os
 import pickle
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
+from ddpkit._runtime.process.context import ProcessContext
+from ddpkit._runtime.process.files import JobFiles
+from ddpkit._runtime.process.proc import MpProcess, Proc
+from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit._runtime.restart.attempt import Attempt
+from ddpkit._runtime.restart.attempts import run_attempts
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.env import launchable_environment, rank_env, requested_port
@@ -31,20 +37,13 @@ from ddpkit.launchers.fork import (
     in_forked_rank,
     refuse_main_references,
 )
-from ddpkit.launchers.restart import run_attempts
-from ddpkit.launchers.signals import SignalFlag
-from ddpkit.launchers.starter import start_in_lifetime_thread
-from ddpkit.launchers.supervisor import ChildFailed, Interrupted, Supervisor
 from ddpkit.plugins.environments.base import ClusterEnvironment
 from ddpkit.plugins.training_type.ddp_spawn import DDPSpawnPlugin
-from ddpkit.ranks.ending import POLL_SECONDS, first_failure
-from ddpkit.ranks.errorfile import ErrorRecord, read_error_file, report_rank_failure
-from ddpkit.ranks.handles import ProcessHandle
+from ddpkit.ranks.errorfile import report_rank_failure
 from ddpkit.ranks.lifeline import die_with_parent, watch_parent
 from ddpkit.ranks.names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_JOB_KEY, ENV_PARENT_PID
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
-from ddpkit.ranks.restart import Attempt
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs, write_private
+from ddpkit.ranks.scratch import write_private
 from ddpkit.tracebacks import install_folding_hook
 from ddpkit.utilities import rng
 
@@ -147,6 +146,11 @@ def _spawned_rank(
         raise
 
 
+def _started(process: Any) -> MpProcess:
+    process.start()
+    return MpProcess(process)
+
+
 def _result(path: Path) -> Any:
     """Rank zero's return value; None when rank zero ran on another node."""
     if not path.exists():
@@ -222,24 +226,19 @@ class SpawnLauncher(Launcher):
         self, env: ClusterEnvironment, payload: bytes | tuple[Any, ...], attempt: Attempt
     ) -> Any:
         """One attempt: its own directory, port, key and ranks, all gone when it returns."""
-        # A launcher that was SIGKILLed could not remove its directory: the next launch does.
-        sweep_stale_dirs()
         # Made first: from here on, the finally below removes it and closes the socket, whatever
         # fails (a busy MASTER_PORT, a full disk while writing the payload).
-        tmpdir = make_private_dir()  # mode 0700, files 0600
+        files = JobFiles()
         host: StoreHost | None = None
         signals = SignalFlag()
         tracker = _ResourceTracker()
-        # Filled by _start as each rank starts, so that a start failing half-way still ends
-        # the ranks it started.
-        handles: list[ProcessHandle] = []
-        supervisor = Supervisor(handles, self._records(tmpdir), what=_WHAT)
+        context = ProcessContext(_WHAT, files.record_of)
         try:
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
             # child drains only after importing the main module (torch: seconds), so a payload
             # larger than the pipe (the data set) would start the ranks one by one.
             if isinstance(payload, bytes):
-                write_private(tmpdir / "payload.pkl", payload)
+                write_private(files.path / "payload.pkl", payload)
             if self.plugin.node_rank == 0:
                 # Bound before any rank starts and handed open to rank 0's store: no window for
                 # another process to take the port, and a busy MASTER_PORT fails before a rank
@@ -249,46 +248,42 @@ class SpawnLauncher(Launcher):
             with signals:
                 key = job_key(self.plugin.all_ranks_local, env.env)
                 extra = {ENV_JOB_KEY: key, **attempt.env()}
-                start_in_lifetime_thread(
-                    lambda: self._start(
-                        handles, tmpdir, payload, (env.main_address(), port), host, extra
-                    )
-                )
+                main = (env.main_address(), port)
+                starters = self._starters(files, payload, main, host, extra)
+                context.start(starters, failed="after the launcher ended")
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
                     host = None
-                self._supervise(supervisor, signals)
-            return _result(tmpdir / "result.pt")
+                error = context.wait(signals)
+                if error is not None:
+                    raise error
+            return _result(files.path / "result.pt")
         finally:
             # Whatever ended the launch (an error in this loop, a KeyboardInterrupt outside
             # the handlers), no rank outlives it and nothing is left on disk.
-            if any(h.poll() is None for h in handles):
-                supervisor.end_all("after the launcher ended")
-            for h in handles:
-                h.proc.join(timeout=0)
+            if any(r.poll() is None for r in context.ranks):
+                context.close("after the launcher ended")
+            for r in context.ranks:
+                if isinstance(r.proc, MpProcess):
+                    r.proc.join(timeout=0)
             if host is not None:
                 host.close()
             signals.close()
             tracker.stop_if_started()
-            shutil.rmtree(tmpdir, ignore_errors=True)
+            files.close()
 
-    def _records(self, tmpdir: Path) -> Callable[[int], ErrorRecord | None]:
-        def record_of(rank: int) -> ErrorRecord | None:
-            return read_error_file(tmpdir / f"rank{rank}.json")
-
-        return record_of
-
-    def _start(
+    def _starters(
         self,
-        handles: list[ProcessHandle],
-        tmpdir: Path,
+        files: JobFiles,
         payload: bytes | tuple[Any, ...],
         main: tuple[str, int],
         host: StoreHost | None,
         extra: dict[str, str],
-    ) -> None:
-        ctx = _context(self.plugin.start_method)
+    ) -> list[tuple[int, Callable[[], Proc]]]:
+        """How each rank of this node starts: a process of the start method's context."""
+        mp_context = _context(self.plugin.start_method)
         node_rank, per_node = self.plugin.node_rank, self.plugin.num_processes
+        starters: list[tuple[int, Callable[[], Proc]]] = []
         for local_rank in range(per_node):
             rank = node_rank * per_node + local_rank
             child_env = rank_env(
@@ -301,38 +296,22 @@ class SpawnLauncher(Launcher):
                 node_rank=node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(tmpdir / f"rank{rank}.json"),
+                error_file=str(files.error_file(rank)),
                 extra=extra,
             )
-            proc = ctx.Process(
+            process = mp_context.Process(
                 target=_spawned_rank,
                 args=(
-                    str(tmpdir / "payload.pkl") if isinstance(payload, bytes) else payload,
+                    str(files.path / "payload.pkl") if isinstance(payload, bytes) else payload,
                     child_env,
-                    str(tmpdir / "result.pt"),
+                    str(files.path / "result.pt"),
                     host.sock if (host is not None and rank == 0) else None,
                     self.plugin.start_method == "forkserver",
                 ),
                 name=f"ddpkit-rank{rank}",
             )
-            proc.start()
-            handles.append(ProcessHandle(rank=rank, proc=proc))
-
-    def _supervise(self, supervisor: Supervisor, signals: SignalFlag) -> None:
-        """Poll until every rank finished; raise on the first failure or signal."""
-        while True:
-            signum = signals.wait(POLL_SECONDS)
-            outcome: Interrupted | ChildFailed | None = None
-            if signum is not None:
-                outcome = Interrupted(signum)
-            elif (failed := first_failure(supervisor.handles, supervisor.record_of)) is not None:
-                outcome = ChildFailed(failed)
-            if outcome is not None:
-                supervisor.conclude(outcome)
-                error = supervisor.wait()
-                raise error if error is not None else RuntimeError("launch ended unrecorded")
-            if all(h.poll() == 0 for h in supervisor.handles):
-                return
+            starters.append((rank, functools.partial(_started, process)))
+        return starters
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
         buffer = io.BytesIO()

@@ -30,13 +30,13 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ddpkit._runtime.restart.attempt import Attempt, attempt_in_process
+from ddpkit._runtime.restart.attempts import run_attempts
 from ddpkit.errors import LaunchError
 from ddpkit.launchers.base import Launcher
 from ddpkit.launchers.pytest_session import check_not_a_pytest_session
-from ddpkit.launchers.restart import run_attempts
 from ddpkit.launchers.script_job import job_for, retire_job
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.ranks.restart import Attempt, attempt_in_process
 from ddpkit.utilities.script import has_script
 
 __all__ = ["SubprocessLauncher", "child_command"]

@@ -238,7 +238,7 @@ def step_output(module: Any, stage: str, output: Any) -> Any:
 
 
 # Carried elsewhere: the epoch ends (ddpkit.lightning._epoch_end), 1.x's optimizer hooks
-# (ddpkit.core.optimizer_hooks, ddpkit.lightning._multi_optimizer), 1.x's grad-norm hook
+# (ddpkit._compat_1x.optimizer_hooks, ddpkit.lightning._multi_optimizer), 1.x's grad-norm hook
 # (ddpkit.lightning._callbacks).
 ADAPTED.update(
     {

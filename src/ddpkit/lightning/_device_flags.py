@@ -32,7 +32,7 @@ from ddpkit.connector.translate import LEGACY_ACCELERATORS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning._environments import from_lightning, lightning_spelling
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.spellings import TRAINING_TYPES
 
 __all__ = [
     "DeviceCall",

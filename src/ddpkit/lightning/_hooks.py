@@ -22,7 +22,7 @@ from typing import Any
 import pytorch_lightning as pl
 import torch
 
-from ddpkit.core.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
+from ddpkit._compat_1x.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._adapters import ADAPTED, INSTEAD, OneXHooks, step_output
@@ -365,7 +365,8 @@ def one_optimizer_1x_hooks(trainer: pl.Trainer, model: Any) -> Iterator[None]:
     """For one stage: a 1.x ``optimizer_step`` / ``optimizer_zero_grad`` /
     ``configure_gradient_clipping`` of a one-optimizer module (the learning-rate warm-up of 1.x's
     docs), which Lightning 2.x would call without ``optimizer_idx``, gets 1.x's arguments
-    (:mod:`ddpkit.core.optimizer_hooks`). Several optimizers: ``multi_optimizer_stage`` does it."""
+    (:mod:`ddpkit._compat_1x.optimizer_hooks`). Several optimizers: ``multi_optimizer_stage``
+    does it."""
     installed, state = _Installed(), Stage(trainer)
     if isinstance(model, pl.LightningModule):
         for name in HOOKS:

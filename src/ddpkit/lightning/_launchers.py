@@ -22,18 +22,19 @@ from typing import Any
 import pytorch_lightning as pl
 from lightning_utilities.core.apply_func import apply_to_collection
 from pytorch_lightning.callbacks import ModelCheckpoint
-from pytorch_lightning.strategies.launchers.launcher import _Launcher
-from pytorch_lightning.strategies.launchers.multiprocessing import (
-    _GlobalStateSnapshot,
-    _MultiProcessingLauncher,
-)
-from pytorch_lightning.trainer.call import _call_callbacks_load_state_dict as load_callbacks_state
-from pytorch_lightning.trainer.call import _call_callbacks_state_dict as callbacks_state
 from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 from torch import Tensor
 
+from ddpkit._runtime.restart.in_process import InProcessAttempts
 from ddpkit.launchers import Launcher
-from ddpkit.lightning._restart import InProcessRestart, strategy_restarts
+from ddpkit.lightning._lightning_private import (
+    _call_callbacks_load_state_dict,
+    _call_callbacks_state_dict,
+    _GlobalStateSnapshot,
+    _Launcher,
+    _MultiProcessingLauncher,
+)
+from ddpkit.lightning._restart import LightningFit, strategy_restarts
 from ddpkit.ranks.protocol import rank_stage, skip_stage
 
 __all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
@@ -50,15 +51,18 @@ def _stage_name(trainer: pl.Trainer | None) -> str:
 
 def _run_stage(
     stage: str,
-    runner: InProcessRestart,
+    attempts: InProcessAttempts,
     trainer: pl.Trainer | None,
     function: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
     """One stage on rank 0, this process (``stage`` only names it, for ddpkit's reports); a
-    fit that restarts runs here once per attempt."""
-    return runner.run(trainer, function, args, kwargs)
+    fit that restarts runs here once per attempt (``args[0]``: the module, Lightning's
+    ``_fit_impl(model, ...)``)."""
+    fitting = trainer is not None and trainer.state.fn == TrainerFn.FITTING
+    fit = LightningFit(trainer, args[0]) if fitting and trainer is not None else None
+    return attempts.run(fit, lambda: function(*args, **kwargs))
 
 
 def _restarts(trainer: pl.Trainer | None) -> int:
@@ -84,7 +88,7 @@ class SubprocessLauncher(_Launcher):
         return self.ddpkit.launch(
             _run_stage,
             _stage_name(trainer),
-            InProcessRestart(),
+            InProcessAttempts(),
             trainer,
             function,
             args,
@@ -191,7 +195,10 @@ class SpawnLauncher(_MultiProcessingLauncher):
         :meth:`update_main_process_results`)."""
         extra = super().get_extra_results(trainer)
         if trainer.state.fn == TrainerFn.FITTING:
-            state = {"loop": trainer.fit_loop.state_dict(), "callbacks": callbacks_state(trainer)}
+            state = {
+                "loop": trainer.fit_loop.state_dict(),
+                "callbacks": _call_callbacks_state_dict(trainer),
+            }
             extra[_FIT_STATE] = apply_to_collection(state, Tensor, lambda t: t.cpu())
         return extra
 
@@ -213,7 +220,7 @@ class SpawnLauncher(_MultiProcessingLauncher):
             if isinstance(callback, ModelCheckpoint) and kept and callback.dirpath is None:
                 # The folder rank zero chose at setup, which that rank's callback keeps.
                 callback.dirpath = kept["dirpath"]
-        load_callbacks_state(trainer, {"callbacks": state["callbacks"]})
+        _call_callbacks_load_state_dict(trainer, {"callbacks": state["callbacks"]})
 
     def kill(self, signum: Any) -> None:
         """See :meth:`SubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""

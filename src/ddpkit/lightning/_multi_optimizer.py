@@ -44,18 +44,19 @@ from typing import Any
 import numpy as np
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import GradientAccumulationScheduler
-from pytorch_lightning.core.optimizer import (
-    LightningOptimizer,
-    _configure_optimizers,
-    _configure_schedulers_automatic_opt,
-)
+from pytorch_lightning.core.optimizer import LightningOptimizer
 from pytorch_lightning.strategies import DDPStrategy
-from pytorch_lightning.trainer import call
 
-from ddpkit.core.optimizer_hooks import keywords_of
+from ddpkit._compat_1x.optimizer_hooks import keywords_of
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._adapters import step_output
 from ddpkit.lightning._batch_outputs import epoch_end_outputs
+from ddpkit.lightning._lightning_private import (
+    _call_callback_hooks,
+    _call_lightning_module_hook,
+    _configure_optimizers,
+    _configure_schedulers_automatic_opt,
+)
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["is_1x_multi_optimizer", "multi_optimizer_stage"]
@@ -213,7 +214,7 @@ class OneXOptimization:
                 "using_native_amp": getattr(trainer.precision_plugin, "scaler", None) is not None,
                 "using_lbfgs": type(optimizer.optimizer).__name__ == "LBFGS",
             })  # fmt: skip
-        call._call_lightning_module_hook(trainer, "optimizer_step", *args, **keywords)
+        _call_lightning_module_hook(trainer, "optimizer_step", *args, **keywords)
         return results[-1] if results else None
 
     def _needs_index(self) -> bool:
@@ -221,12 +222,12 @@ class OneXOptimization:
         return parameter.default is inspect.Parameter.empty
 
     def _zero_grad(self, trainer: pl.Trainer, optimizer: Any, index: int, batch_idx: int) -> None:
-        call._call_callback_hooks(trainer, "on_before_zero_grad", optimizer)
-        call._call_lightning_module_hook(trainer, "on_before_zero_grad", optimizer)
+        _call_callback_hooks(trainer, "on_before_zero_grad", optimizer)
+        _call_lightning_module_hook(trainer, "on_before_zero_grad", optimizer)
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer)
         if _takes(type(self.module).optimizer_zero_grad, "optimizer_idx"):
             args = (*args, index)
-        call._call_lightning_module_hook(trainer, "optimizer_zero_grad", *args)
+        _call_lightning_module_hook(trainer, "optimizer_zero_grad", *args)
 
     def _clip_gradients(self, optimizer: Any, index: int) -> None:
         value, algorithm = self.clip

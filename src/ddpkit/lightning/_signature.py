@@ -7,7 +7,7 @@ keyword the Trainer takes, with a type and a default:
 - each keyword of the installed Lightning, with its default; where Lightning 1.x took more
   values (``max_steps=None``, ``accumulate_grad_batches={0: 1}``, ``plugins="ddp_..."``, the
   device flags' ``None``) its 1.x type is added to the annotation;
-- each 1.x keyword Lightning 2.x removed (the shared table, :mod:`ddpkit.trainer.legacy_table`,
+- each 1.x keyword Lightning 2.x removed (the shared table, :mod:`ddpkit._compat_1x.keywords`,
   device flags included), with its 1.x type and its last 1.x default — a value that asks for
   nothing, so a tool that passes every default gets the same Trainer as ``Trainer()``;
 - ``supervise`` and ``max_restarts``, ddpkit's own.
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytorch_lightning as pl
 
+from ddpkit._compat_1x.keywords import DEVICE_ROWS, ROWS
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
-from ddpkit.trainer.legacy_table import DEVICE_ROWS, ROWS
 
 __all__ = ["DDPKIT_KEYWORDS", "trainer_signature"]
 

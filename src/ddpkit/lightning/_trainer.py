@@ -12,6 +12,7 @@ from typing import Any
 import pytorch_lightning as pl
 from pytorch_lightning.loggers import CSVLogger
 
+from ddpkit._runtime.restart.checks import check_max_restarts, check_restarts
 from ddpkit.connector import Plan
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.lightning import _arguments as arguments
@@ -27,18 +28,12 @@ from ddpkit.lightning._epoch_end import epoch_end_hooks
 from ddpkit.lightning._hooks import one_optimizer_1x_hooks, one_x_hooks
 from ddpkit.lightning._keywords import Rewrite
 from ddpkit.lightning._multi_optimizer import is_1x_multi_optimizer, multi_optimizer_stage
-from ddpkit.lightning._restart import (
-    RestartConnector,
-    RestartState,
-    check_max_restarts,
-    strategy_restarts,
-)
+from ddpkit.lightning._restart import RestartConnector, RestartState, strategy_restarts
 from ddpkit.lightning._signature import trainer_signature
 from ddpkit.lightning._supervised import SupervisedDDPStrategy
 from ddpkit.lightning._tips import quiet_tips
 from ddpkit.lightning._trainer_1x import OneXAttributes
 from ddpkit.lightning._translate import lightning_refusals, translate
-from ddpkit.trainer.restart import check_restarts
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["Trainer"]
@@ -61,7 +56,7 @@ def _renamed(call: str, old: str, value: Any, new: str, current: Any) -> Any:
     return value
 
 
-def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Any) -> None:
+def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Plan | None) -> None:
     """``ddpkit.lightning.Trainer(max_restarts=N)``: checked (ranks ddpkit's launchers start on
     this machine, supervised), handed to the strategy; every such Trainer gets the restart
     callback (first) and connector, so that torchrun's restarted workers resume too."""

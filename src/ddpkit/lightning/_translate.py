@@ -5,7 +5,7 @@ Three steps, in order, each before any rank starts:
 1. 1.x-only names are refused with their replacement (a removed training type such as
    ``strategy="dp"``), and a keyword neither Lightning 2.x nor 1.x ever had is refused with a
    did-you-mean.
-2. Each non-device keyword of 1.x becomes its 2.x spelling (:mod:`ddpkit.lightning._keyword_table`).
+2. Each non-device keyword of 1.x becomes its 2.x spelling (:mod:`ddpkit.lightning._keywords`).
 3. A call with 1.x device flags is resolved by ddpkit's connector — the same ``Plan``, the same
    reasons, the same ``ddpkit explain`` — and the plan becomes Lightning's device arguments
    (:mod:`ddpkit.lightning._devices`). A call in 2.x's own device spelling is left to Lightning.
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 import pytorch_lightning as pl
-from lightning_fabric.connector import _PRECISION_INPUT  # type: ignore[attr-defined]
 from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
@@ -43,9 +42,9 @@ from ddpkit.lightning._device_flags import (
     removed_strategy,
 )
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
-from ddpkit.lightning._keyword_table import KEYWORDS
-from ddpkit.lightning._keywords import Rewrite, callback_list
-from ddpkit.plugins.training_type.registry import TRAINING_TYPES
+from ddpkit.lightning._keywords import KEYWORDS, Rewrite, callback_list
+from ddpkit.lightning._lightning_private import _PRECISION_INPUT
+from ddpkit.spellings import TRAINING_TYPES
 from ddpkit.utilities.reprs import safe_repr
 from ddpkit.utilities.suggest import choices, did_you_mean
 

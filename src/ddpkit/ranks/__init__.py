@@ -6,10 +6,8 @@ Below both ``ddpkit.plugins`` (the training types run in the ranks) and ``ddpkit
 (:mod:`~ddpkit.ranks.protocol`), the stall watchdog (:mod:`~ddpkit.ranks.stall`), the lifeline
 that ends a rank with its parent (:mod:`~ddpkit.ranks.lifeline`), the launcher's private scratch
 directory (:mod:`~ddpkit.ranks.scratch`) and the rendezvous (:mod:`~ddpkit.ranks.rendezvous`).
-And the supervising side of it, for every parent ddpkit has (both launchers, and the pytest
-plugin's parent of an isolated test, which is above the launchers): handles on the ranks
-(:mod:`~ddpkit.ranks.handles`) and how a job ends, who is to blame and how each rank's end is
-told (:mod:`~ddpkit.ranks.ending`).
+The supervising side of it, for every parent ddpkit has (both launchers, ``ddpkit run``, and the
+pytest plugin's parent of an isolated test) is :mod:`ddpkit._runtime.process`.
 """
 
 __all__: list[str] = []

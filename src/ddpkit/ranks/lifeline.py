@@ -39,27 +39,38 @@ def _prctl() -> Callable[..., int] | None:
         return None
 
 
-def die_with_parent(parent_pid: int, prctl: Callable[..., int] | None = None) -> None:
-    """In the rank (before exec, or first thing after start): ask the kernel for SIGTERM when the
-    parent dies; exit at once if it already has."""
+def die_with_parent(
+    parent_pid: int,
+    prctl: Callable[..., int] | None = None,
+    *,
+    death_signal: int = signal.SIGTERM,
+) -> None:
+    """In the rank (before exec, or first thing after start): ask the kernel for
+    ``death_signal`` when the parent dies; exit at once if it already has. A rank gets SIGTERM
+    (its handlers may end it cleanly); an isolated test's process and the warm-start zygote,
+    whose parent is the pytest that reports them, get SIGKILL."""
     prctl = prctl or _prctl()
     if prctl is not None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        prctl(_PR_SET_PDEATHSIG, death_signal)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
 
 
-def preexec_for_rank(parent_pid: int) -> Callable[[], None]:
-    """The ``preexec_fn`` of a rank started with ``subprocess.Popen``: its own process group (the
-    terminal's Ctrl-C reaches the launcher only, which forwards it; ending the group also ends
-    the rank's own children, such as data-loader workers) and death with the parent.
+def preexec_for_rank(
+    parent_pid: int, *, own_group: bool = True, death_signal: int = signal.SIGTERM
+) -> Callable[[], None]:
+    """The ``preexec_fn`` of a process started with ``subprocess.Popen``: its own process group
+    (``own_group``: the terminal's Ctrl-C reaches the launcher only, which forwards it; ending
+    the group also ends the rank's own children, such as data-loader workers; a process started
+    in a session of its own leads its group already) and death with the parent.
 
     libc is looked up here, in the parent: between fork and exec only the call itself runs."""
     prctl = _prctl()
 
     def hook() -> None:
-        os.setpgid(0, 0)
-        die_with_parent(parent_pid, prctl)
+        if own_group:
+            os.setpgid(0, 0)
+        die_with_parent(parent_pid, prctl, death_signal=death_signal)
 
     return hook
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ddpkit.utilities.files import atomic_write
-from ddpkit.utilities.procs import read_proc
+from ddpkit.utilities.procs import is_gone, read_proc
 
 __all__ = [
     "OWNER_FILE",
@@ -118,17 +118,7 @@ def _owner_is_gone(record: object, boot: str | None, pidns: str | None) -> bool:
     # Another boot, another machine, another container's pids: this sweep cannot tell.
     if record.get("boot") != boot or record.get("pidns") != pidns:
         return False
-    if start is not None:
-        now = read_proc(pid)
-        # No such process, a zombie (dead, not yet reaped), or a newer process with the same pid.
-        return now is None or not now.running or now.start != start
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
-        return False
-    return False
+    return is_gone(pid, start)
 
 
 def _read_owner(path: Path) -> object:

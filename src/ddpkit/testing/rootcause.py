@@ -7,9 +7,9 @@ process group at all. A rank whose collective failed because a peer went away ("
 by peer") failed *because of* another: it is a consequence, shown with a short traceback (its own
 test's frames and the error's first line), and the rank that failed on its own comes first.
 
-The order of blame is the launchers' (:class:`~ddpkit.ranks.ending.Blame`): never arrived;
-failed on its own or crashed (the earliest first); still running outside any collective at the
-timeout; still running, stacks unknown; inside a collective or lost its peer; ended by ddpkit
+The order of blame is the launchers' (:class:`~ddpkit._runtime.process.ending.Blame`): never
+arrived; failed on its own or crashed (the earliest first); still running outside any collective at
+the timeout; still running, stacks unknown; inside a collective or lost its peer; ended by ddpkit
 after the root cause; finished. Each rank's section starts with the line a launcher prints for a
 rank (:meth:`~ddpkit.errors.RankFailure.line`): ``rank 1 (pid 4242): exit code 1``.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from ddpkit.ranks.ending import Blame
+from ddpkit._runtime.process.ending import Blame
 from ddpkit.testing.supervise import ProcessEnd
 
 __all__ = [

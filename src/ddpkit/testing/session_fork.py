@@ -29,17 +29,14 @@ session's zygote died (the parent has run tests since: it is no longer what coll
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import os
 import shutil
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -47,13 +44,14 @@ from typing import Any, NoReturn
 
 import pytest
 
+from ddpkit._runtime.process.proc import ForkedChild
+from ddpkit.ranks.lifeline import die_with_parent
 from ddpkit.ranks.scratch import make_private_dir
 from ddpkit.testing import import_readers, leaks
 from ddpkit.testing.preload import ReadEnviron, fork_hazard, native_threads
 from ddpkit.testing.worker import (
     ForkRequest,
     become_test_process,
-    die_with,
     exit_now,
     is_per_test,
     stdio_to,
@@ -152,37 +150,6 @@ def why_not(config: pytest.Config) -> str | None:
     return None if hazard is None else f"in this pytest process, {hazard}"
 
 
-class _ForkedZygote:
-    """The zygote as this process's child (the interface of ``subprocess.Popen`` it needs)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                self.returncode = -signal.SIGKILL  # reaped by someone else: gone
-            else:
-                if pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout or 0)
-            time.sleep(0.01)
-        return code
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-
-
 def fork_zygote(session: pytest.Session, prepare: Prepare, env: Mapping[str, str]) -> Zygote:
     """Fork this process into the session's zygote; :class:`ZygoteError` with :func:`why_not`'s
     reason when it cannot. ``env``: the environment it holds (``os.environ``, zygote-shaped)."""
@@ -209,7 +176,7 @@ def fork_zygote(session: pytest.Session, prepare: Prepare, env: Mapping[str, str
         _zygote(theirs, directory / "zygote.log", parent, session.config, items, prepare)
     theirs.close()
     leaks.note_helper(pid)
-    return Zygote(_ForkedZygote(pid), ours, directory, dict(env))
+    return Zygote(ForkedChild(pid), ours, directory, dict(env))
 
 
 def _zygote(
@@ -224,7 +191,7 @@ def _zygote(
     parent's session, whatever happens."""
     try:
         os.setsid()
-        die_with(parent)
+        die_with_parent(parent, death_signal=signal.SIGKILL)
         _release_parent_output(keep=sock.fileno())
         _fresh_capture(config)
         stdio_to(str(log))

@@ -2,31 +2,29 @@
 the warm-start zygote), watch them against the timeout, end the whole process tree, and gather
 what each process left.
 
-The parent supervises its processes as a launcher supervises its ranks, with the same code
-(:mod:`ddpkit.ranks.ending`): each process it started is a rank handle; the first failure, the
-timeout or an interrupt ends the job (:func:`~ddpkit.ranks.ending.end_job`), and how ddpkit ended
-each process is said in the launchers' words. The parent's own part: the stacks each process
-dumps before a timeout ends it, and the processes still running after every interpreter ended.
-Each process started for the test leads a session of its own, so every process the test starts
-(the ranks of a DDPPlugin Trainer, anything they start) can be found and ended, even after its
-parent died.
+The parent supervises its processes as a launcher supervises its ranks, through the same
+:class:`~ddpkit._runtime.process.context.ProcessContext`: each process it started is one of the
+context's ranks; the first failure, the timeout or an interrupt ends the job (its ``close``), and
+how ddpkit ended each process is said in the launchers' words. The parent's own part: its policy
+(a failure ends the others only after a grace period; a timeout first has each process dump its
+stacks), and the processes still running after every interpreter ended. Each process started for
+the test leads a session of its own, so every process the test starts (the ranks of a DDPPlugin
+Trainer, anything they start) can be found and ended, even after its parent died.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from ddpkit._runtime.process.context import ProcessContext
+from ddpkit._runtime.process.proc import Proc, Rank, start_popen
 from ddpkit.errors import RankFailure
-from ddpkit.ranks.ending import Ending, end_job
-from ddpkit.ranks.handles import PopenHandle
+from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import procs
 
@@ -34,14 +32,11 @@ __all__ = [
     "Job",
     "JobEnd",
     "ProcessEnd",
-    "TestProcess",
     "condensed_stacks",
-    "die_with_parent_hook",
     "tail",
 ]
 
 _POLL_SECONDS = 0.05
-_PR_SET_PDEATHSIG = 1
 #: How long the processes get to write their stacks before the kill, on a timeout.
 DUMP_SECONDS = 1.0
 #: After one rank fails, how long the others get to end on their own before they are ended.
@@ -98,25 +93,6 @@ def _stacks(path: Path, start: int) -> str:
     return condensed_stacks(data.decode(errors="replace"))
 
 
-def die_with_parent_hook() -> Callable[[], None] | None:
-    """A hook that runs in the child between fork and exec: when the parent pytest dies
-    (killed, or ended by pytest-timeout's thread method), the interpreter it started dies too
-    (and its ranks, which end with it). None where there is no prctl (not Linux)."""
-    try:
-        # Looked up here, in the parent: the child only calls it (no dlopen after fork).
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return hook
-
-
 @dataclass(frozen=True)
 class ProcessEnd:
     """How one process of the test ended, and what it left."""
@@ -140,8 +116,8 @@ class ProcessEnd:
     stacks: str = ""
     """On a timeout: the Python stack of each of its threads when the parent ended it."""
     ended_how: str = ""
-    """How ddpkit ended it, in the launchers' words (:meth:`~ddpkit.ranks.ending.Ending.note`);
-    '' when it ended on its own."""
+    """How ddpkit ended it, in the launchers' words
+    (:meth:`~ddpkit._runtime.process.ending.Ending.note`); '' when it ended on its own."""
 
     @property
     def arrived(self) -> bool:
@@ -166,30 +142,6 @@ class JobEnd:
     by ddpkit), as ``pid: command``."""
 
 
-class TestProcess(Protocol):
-    """A process started for the test: a ``subprocess.Popen``, or a fork of the zygote."""
-
-    @property
-    def pid(self) -> int: ...
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-
-@dataclass
-class _Started(PopenHandle):
-    """A process the parent started: a rank handle (signalled with its group, for
-    :func:`~ddpkit.ranks.ending.end_job` to end), with its log and when it was seen to end."""
-
-    proc: TestProcess
-    log: Path
-    ended_at: float | None = None
-
-
 class Job:
     """The processes of one isolated test. ``idle(seconds)`` is how the watch loop waits between
     looks: a zygote's message pump (an exit is seen at once) or ``time.sleep``."""
@@ -197,9 +149,8 @@ class Job:
     def __init__(self, directory: Path, idle: Callable[[float], None] = time.sleep) -> None:
         self.directory = directory
         self._idle = idle
-        self._started: list[_Started] = []
-        #: how the parent ended the job (the first time it did); None while nothing was ended
-        self._ending: Ending | None = None
+        # Its processes: the ranks of a process context (records are read from the directory).
+        self.context = ProcessContext("an isolated test", lambda rank: None)
         #: processes found still running after every interpreter had ended: pid -> command
         self._leftover: dict[int, str] = {}
         # pid -> the size of its log just before it was asked to dump its stacks
@@ -214,44 +165,38 @@ class Job:
         log: Path,
         pass_fds: Sequence[int] = (),
     ) -> None:
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                list(command),
-                env=dict(env),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=tuple(pass_fds),
-                preexec_fn=die_with_parent_hook(),
-            )
+        # A session of its own (every process the test starts can be found and ended through
+        # it), and SIGKILL when the parent pytest dies (killed, or ended by pytest-timeout).
+        lifeline = preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
+        proc = start_popen(
+            command, env, preexec=lifeline, log=log, cwd=cwd, pass_fds=pass_fds, new_session=True
+        )
         self.adopt(rank, proc, log)
 
-    def adopt(self, rank: int, proc: TestProcess, log: Path) -> None:
+    def adopt(self, rank: int, proc: Proc, log: Path) -> None:
         """Watch a process started elsewhere (forked by the zygote) as one of this test's."""
-        self._started.append(_Started(rank=rank, proc=proc, log=log))
+        self.context.adopt(rank, proc, log)
 
     @property
     def pids(self) -> list[int]:
-        return [s.proc.pid for s in self._started]
+        return list(self.context.pids().values())
 
     def wait(self, timeout: float | None, fail_grace: float = FAIL_GRACE_SECONDS) -> JobEnd:
         """Wait until every interpreter the parent started has ended, or the timeout (then the
         whole tree is ended, after each process dumped its stacks), or ``fail_grace`` seconds
         after one of them failed (then the others are ended)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        failed: tuple[_Started, float] | None = None  # the first that failed, and when
+        failed: tuple[Rank, float] | None = None  # the first that failed, and when
         timed_out = False
         try:
             while True:
                 now = time.monotonic()
-                for s in self._started:
-                    if s.ended_at is None and s.proc.poll() is not None:
+                for s in self.context.ranks:
+                    if s.ended_at is None and s.poll() is not None:
                         s.ended_at = time.time()
                         if failed is None and not self._passed(s):
                             failed = (s, now)
-                if all(s.ended_at is not None for s in self._started):
+                if all(s.ended_at is not None for s in self.context.ranks):
                     break
                 if failed is not None and now - failed[1] >= fail_grace:
                     self._end(f"after rank {failed[0].rank} failed", dump=False)
@@ -275,11 +220,11 @@ class Job:
         """End every process of the job now (a start that failed half-way)."""
         self._end("after the test's start failed", dump=False)
 
-    def _passed(self, s: _Started) -> bool:
+    def _passed(self, s: Rank) -> bool:
         """An interpreter that ended with exit status 0 and no report other than 'passed'."""
-        if s.proc.returncode != 0:
+        if s.poll() != 0:
             return False
-        record = read_records(self.directory).get(s.proc.pid)
+        record = read_records(self.directory).get(s.pid)
         return record is not None and all(r.get("outcome") == "passed" for r in record.reports)
 
     def _end(self, reason: str, *, dump: bool) -> None:
@@ -287,11 +232,8 @@ class Job:
         dumps its stacks, and then there is no grace (the stacks say where it hung)."""
         if dump:
             self._dump_stacks()
-        ending = end_job(self._started, reason=reason, grace=0.0 if dump else END_GRACE_SECONDS)
-        if self._ending is None:  # the first end names the reason; a later one only mops up
-            self._ending = ending
-        for s in self._started:
-            s.proc.wait()
+        self.context.close(reason, grace=0.0 if dump else END_GRACE_SECONDS)
+        for s in self.context.ranks:  # ended: each one has exited
             if s.ended_at is None:
                 s.ended_at = time.time()
 
@@ -304,8 +246,8 @@ class Job:
         time.sleep(DUMP_SECONDS)
 
     def _log_of(self, pid: int, record: ProcessRecord) -> Path:
-        for s in self._started:
-            if s.proc.pid == pid:
+        for s in self.context.ranks:
+            if s.pid == pid and s.log is not None:
                 return s.log
         return record.log
 
@@ -325,7 +267,8 @@ class Job:
             procs.end_processes(running, grace=1.0)
 
     def _ended_how(self, pid: int) -> str:
-        if self._ending is not None and (how := self._ending.note(pid)):
+        ending = self.context.ending
+        if ending is not None and (how := ending.note(pid)):
             return how
         if pid in self._leftover:
             return "still running after the test's interpreters ended; ended by ddpkit"
@@ -337,7 +280,7 @@ class Job:
         pid: int,
         log: Path,
         *,
-        started: _Started | None,
+        started: Rank | None,
         record: ProcessRecord | None,
     ) -> ProcessEnd:
         output, stacks = self._output(pid, log)
@@ -346,7 +289,7 @@ class Job:
             rank=rank,
             pid=pid,
             direct=started is not None,
-            exitcode=None if started is None else started.proc.returncode,
+            exitcode=None if started is None else started.poll(),
             record=record,
             ended_by_ddpkit=bool(how),
             ended_at=time.time() if started is None else (started.ended_at or time.time()),
@@ -358,10 +301,11 @@ class Job:
 
     def _gather(self) -> tuple[ProcessEnd, ...]:
         records = read_records(self.directory)
-        ends = [
-            self._process_end(s.rank, s.pid, s.log, started=s, record=records.pop(s.pid, None))
-            for s in self._started
-        ]
+        ends = []
+        for s in self.context.ranks:
+            assert s.log is not None  # every process of the test has its log
+            record = records.pop(s.pid, None)
+            ends.append(self._process_end(s.rank, s.pid, s.log, started=s, record=record))
         for pid, record in sorted(records.items(), key=lambda kv: (kv[1].rank, kv[0])):
             end = self._process_end(record.rank, pid, record.log, started=None, record=record)
             ends.append(end)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import faulthandler
 import io
 import json
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ddpkit.ranks.lifeline import die_with_parent
 from ddpkit.ranks.names import (
     ENV_ISOLATED_TEST,
     ENV_TESTING_DIR,
@@ -63,7 +63,6 @@ __all__ = [
     "ProcessRecord",
     "become_test_process",
     "child_environment",
-    "die_with",
     "ends_without_finalizing",
     "exit_now",
     "is_per_test",
@@ -275,15 +274,6 @@ class ForkRequest:
         )
 
 
-def die_with(parent: int) -> None:
-    """SIGKILL when ``parent`` dies (a zygote ends its test processes that way, and the parent
-    pytest its zygote)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def stdio_to(log: str) -> None:
     """fd 0 from /dev/null, fds 1 and 2 to the log, and ``sys.std*`` unbuffered over them, as
     ``PYTHONUNBUFFERED=1`` makes them in a fresh interpreter."""
@@ -350,7 +340,7 @@ def become_test_process(request: ForkRequest, fds: Sequence[int], zygote_pid: in
     global _forked
     _forked = True  # it ends through exit_now (run_forked, session_fork)
     os.setsid()  # a session of its own: the parent ends the test's whole tree through it
-    die_with(zygote_pid)
+    die_with_parent(zygote_pid, death_signal=signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)

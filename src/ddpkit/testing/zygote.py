@@ -26,6 +26,7 @@ state and the crash of one never reaches it.
 from __future__ import annotations
 
 import json
+import os
 import select
 import shutil
 import signal
@@ -34,14 +35,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ddpkit._runtime.process.proc import Proc
+from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit.ranks.scratch import make_private_dir
-from ddpkit.testing.supervise import die_with_parent_hook, tail
+from ddpkit.testing.supervise import tail
 from ddpkit.testing.worker import ForkRequest
 from ddpkit.testing.zygote_server import MAX_MESSAGE
 
@@ -56,6 +59,11 @@ BOOT = (
     "import ddpkit.testing.zygote_server as server; server.main()"
 )
 _MAX_MESSAGE = MAX_MESSAGE
+
+
+def _dies_with_this_process() -> Callable[[], None]:
+    """SIGKILL when this pytest dies (it leads a session of its own: no group to make)."""
+    return preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
 
 
 class ZygoteError(Exception):
@@ -82,14 +90,9 @@ class ZygoteInfo:
     environment differs in any variable but the per-test ones needs another zygote."""
 
 
-class ZygoteProcess(Protocol):
+class ZygoteProcess(Proc, Protocol):
     """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
     or a fork of the parent itself (:mod:`ddpkit.testing.session_fork`)."""
-
-    @property
-    def pid(self) -> int: ...
-
-    def poll(self) -> int | None: ...
 
     def wait(self, timeout: float | None = None) -> int: ...
 
@@ -173,7 +176,7 @@ class Zygote:
                     stderr=subprocess.STDOUT,
                     pass_fds=(theirs.fileno(),),
                     start_new_session=True,
-                    preexec_fn=die_with_parent_hook() if on_main else None,
+                    preexec_fn=_dies_with_this_process() if on_main else None,
                 )
         except BaseException:
             ours.close()

@@ -1,5 +1,5 @@
 """Lightning 1.x keywords of ``ddpkit.Trainer(...)``: what this Trainer does with each row of the
-shared table (:mod:`ddpkit.trainer.legacy_table`, which ``ddpkit.lightning.Trainer`` reads too).
+shared table (:mod:`ddpkit._compat_1x.keywords`, which ``ddpkit.lightning.Trainer`` reads too).
 
 A value that asks for nothing is accepted (the last 1.x default silently, any other with a warning
 to drop it); a value this Trainer honours is mapped onto its 2.x keywords with a
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ddpkit._compat_1x.keywords import ROWS, as_call
 from ddpkit.errors import DDPKitDeprecationWarning
 from ddpkit.trainer.keywords import bad, call
-from ddpkit.trainer.legacy_table import ROWS, as_call
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
 __all__ = ["LEGACY_MAPPED", "LEGACY_REFUSED", "map_legacy"]

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import torch
 from torch import nn
 
-from ddpkit.callbacks.dispatch import module_hook
+from ddpkit._runtime.restart.attempt import current_attempt
+from ddpkit._runtime.restart.in_process import InProcessAttempts
+from ddpkit._runtime.restart.resume import Resume
+from ddpkit.callbacks.dispatch import merge_callbacks, module_hook
 from ddpkit.core.module import Module
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.protocol import skip_stage
-from ddpkit.ranks.restart import current_attempt
+from ddpkit.trainer._fit_port import LoopFit
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
@@ -36,13 +39,12 @@ from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import check_automatic, parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
-from ddpkit.trainer.restart import FitStart, Resume
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
 from ddpkit.utilities import rng
 from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
-__all__ = ["StageRequest", "merge_callbacks", "run_stage"]
+__all__ = ["StageRequest", "run_stage"]
 
 
 @dataclass
@@ -57,27 +59,10 @@ class StageRequest:
     weights_only: bool
     return_state: bool
     return_predictions: bool = True
-    #: the launching process's state when this fit first started (kept for its restarts)
-    fit_start: Any = None
+    #: a fit's attempts, where the launching process runs them itself (it keeps the fit's start)
+    attempts: InProcessAttempts = field(default_factory=InProcessAttempts)
     #: a second fit: the counters the earlier fits ended on (Lightning's fit loop goes on)
     progress: dict[str, Any] | None = None
-
-
-def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
-    """``configure_callbacks()`` results replace the Trainer's callbacks of the same type;
-    checkpoint callbacks go last (Lightning's order)."""
-    if not extra:
-        return callbacks
-    extra = list(extra) if isinstance(extra, list | tuple) else [extra]
-    replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
-    merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
-    return [cb for cb in merged if not _is_checkpoint(cb)] + [
-        cb for cb in merged if _is_checkpoint(cb)
-    ]
-
-
-def _is_checkpoint(callback: Any) -> bool:
-    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
 
 
 def run_stage(
@@ -88,8 +73,14 @@ def run_stage(
     if isinstance(plugin, DDPPlugin) and skip_stage():
         # A restarted job's child: this stage of the script ended before the failure.
         return StageOutput(result=[] if request.fn in ("validate", "test") else None)
-    if request.fn == "fit":
-        FitStart.enter(request, state.callbacks)
+    fit = LoopFit.of(request.fn, plugin, state, request.model, request.datamodule)
+    return request.attempts.run(fit, lambda: _stage(trainer, state, config, request))
+
+
+def _stage(
+    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
+) -> StageOutput:
+    plugin = trainer.strategy
     with (
         plugin.running(),
         deterministic(config.deterministic, plugin.root_device),
@@ -182,7 +173,8 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     state, fn = ctx.state, request.fn
     _prepare_data(ctx)
     _setup(ctx, fn)
-    resume = Resume.decide(ctx.plugin, state.callbacks, request.ckpt_path, fn)
+    fit = LoopFit.of(fn, ctx.plugin, state, request.model, request.datamodule)
+    resume = Resume(request.ckpt_path) if fit is None else Resume.decide(fit, request.ckpt_path)
     checkpoint = None
     state.ckpt_path = resume.path  # None when this stage loads none (Lightning's)
     if resume.path is not None:
@@ -191,7 +183,8 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
         if fn != "fit":
             _info(ctx, f"Loaded model weights from the checkpoint at {resume.path}")
-    resume.announce(ctx.plugin, checkpoint)
+    if fit is not None:
+        resume.announce(fit, checkpoint)
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
     state.model = model

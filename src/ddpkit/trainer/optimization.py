@@ -16,8 +16,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from ddpkit._compat_1x.optimizer_hooks import as_2x, takes_optimizer_idx
 from ddpkit.callbacks.dispatch import module_hook
-from ddpkit.core.optimizer_hooks import as_2x, takes_optimizer_idx
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.precision.base import PrecisionPlugin
 from ddpkit.plugins.training_type.base import TrainingTypePlugin

@@ -10,8 +10,11 @@ from typing import Any
 from torch import nn
 
 from ddpkit._lightning_surface import LightningCounterpart, ReadOnlySettings, check_defined
+from ddpkit._runtime.restart.checks import check_restarts
+from ddpkit._runtime.restart.resume import rng_states
 from ddpkit.accelerators.base import Accelerator
 from ddpkit.callbacks.checkpoint import ModelCheckpoint
+from ddpkit.callbacks.dispatch import merge_callbacks
 from ddpkit.callbacks.summary import ModelSummary
 from ddpkit.callbacks.timer import Timer
 from ddpkit.connector import AcceleratorConnector, Flags
@@ -19,13 +22,13 @@ from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.trainer._fit_port import KeptCheckpoint
 from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
-from ddpkit.trainer.loop import StageRequest, merge_callbacks, run_stage
+from ddpkit.trainer.loop import StageRequest, run_stage
 from ddpkit.trainer.loop_properties import LoopProperties
 from ddpkit.trainer.preflight import check_folders, folders_of
 from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
-from ddpkit.trainer.restart import KeptCheckpoint, check_restarts, rng_states
 from ddpkit.trainer.results_table import print_results
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput

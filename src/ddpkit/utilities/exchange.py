@@ -9,17 +9,28 @@ goes as bytes in ``uint8`` tensors instead, and is read as JSON (or, for predict
 ``broadcast_object`` keeps torch's pickles, as in Lightning.
 
 Each function is one collective over the default process group: every rank must call it.
+:class:`Exchanger` makes them as one rank of a training type does (ddpkit's, or a Lightning
+strategy's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
 
-__all__ = ["all_gather_bytes", "broadcast_bytes", "broadcast_json", "json_round_trip"]
+__all__ = [
+    "Exchanger",
+    "all_gather_bytes",
+    "broadcast_bytes",
+    "broadcast_json",
+    "json_round_trip",
+]
 
 
 def _dist() -> Any:
@@ -92,3 +103,38 @@ def broadcast_json(obj: Any, src: int, device: torch.device) -> Any:
     dist = _dist()
     data = _encode(obj) if dist.get_rank() == src else None
     return json.loads(broadcast_bytes(data, src, device))
+
+
+def _unwatched(where: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+class Exchanger:
+    """ddpkit's exchanges as one rank of a training type makes them: without a process group a
+    single process's answer (the same JSON conversions), else the collective on the rank's
+    ``device()`` under nccl (the CPU under gloo), inside ``watch(where)`` (a training type's
+    stall watchdog, so that it sees the rank waiting there)."""
+
+    def __init__(
+        self,
+        device: Callable[[], torch.device],
+        watch: Callable[[str], AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self._device = device
+        self._watch = watch or _unwatched
+
+    def _exchange_device(self) -> torch.device:
+        # nccl moves CUDA tensors only; gloo takes CPU ones.
+        return self._device() if _dist().get_backend() == "nccl" else torch.device("cpu")
+
+    def broadcast_json(self, obj: Any, src: int = 0) -> Any:
+        if not _dist().is_initialized():
+            return json_round_trip(obj)
+        with self._watch("broadcast_json"):
+            return broadcast_json(obj, src, self._exchange_device())
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        if not _dist().is_initialized():
+            return [data]
+        with self._watch("all_gather_bytes"):
+            return all_gather_bytes(data, self._exchange_device())

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from ddpkit.utilities.procs import read_proc
+from ddpkit.utilities.procs import is_gone, read_proc
 
 __all__ = ["atomic_write", "sweep_partials"]
 
@@ -124,22 +124,6 @@ def _sync_folder(folder: Path) -> None:
     os.close(fd)
 
 
-def _writer_is_gone(pid: int, start: int) -> bool:
-    info = read_proc(pid)
-    if info is None:
-        # No such process; where /proc is missing (start 0), a pid that does not answer.
-        if start != 0:
-            return True
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        return False
-    return not info.running or (start != 0 and info.start != start)
-
-
 def sweep_partials(folder: str | os.PathLike[str]) -> list[Path]:
     """Remove the partial files :func:`atomic_write` left in ``folder`` when their writer was
     killed; return those removed. Only this machine's partials whose writing process no longer
@@ -160,7 +144,8 @@ def sweep_partials(folder: str | os.PathLike[str]) -> list[Path]:
         found = _PARTIAL.match(name)
         if found is None or found["machine"] != machine:
             continue
-        if not _writer_is_gone(int(found["pid"]), int(found["start"])):
+        # Where /proc is missing the name holds start 0: not known.
+        if not is_gone(int(found["pid"]), int(found["start"]) or None):
             continue
         path = Path(folder) / name
         with contextlib.suppress(OSError):

@@ -21,12 +21,14 @@ __all__ = [
     "cmdline",
     "end_processes",
     "environ",
+    "is_gone",
     "is_running",
     "process_table",
     "read_proc",
     "send_signal",
     "started_at",
     "tree",
+    "usable_cores",
 ]
 
 _PROC = Path("/proc")
@@ -86,6 +88,33 @@ def started_at(pid: int) -> float | None:
     except (OSError, ValueError, StopIteration):
         return None
     return boot + info.start / ticks
+
+
+def is_gone(pid: int, start: int | None) -> bool:
+    """True only when the process ``pid`` that started at ``start`` (clock ticks since boot, as
+    :attr:`ProcInfo.start` says; None: not known) certainly no longer runs: no such process, a
+    zombie, or a newer process under the same pid. With no start time, a pid that answers is
+    taken to be alive (a reused pid then counts as alive, which is the safe mistake)."""
+    info = read_proc(pid)
+    if start is not None:
+        return info is None or not info.running or info.start != start
+    if info is not None:
+        return not info.running
+    try:  # no /proc: ask the kernel
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
+        return False
+    return False
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; elsewhere every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def process_table() -> dict[int, ProcInfo]:

@@ -15,6 +15,7 @@ a subclass implements either spelling of each pair below and the other one follo
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import ClassVar
@@ -22,7 +23,7 @@ from typing import ClassVar
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities.reprs import safe_repr
 
-__all__ = ["ClusterEnvironment"]
+__all__ = ["ClusterEnvironment", "ExternalEnvironment"]
 
 #: the methods a usable environment has, in one spelling or the other
 _PAIRS = (
@@ -224,3 +225,19 @@ def _overrides(cls: type, name: str) -> bool:
         if name in klass.__dict__:
             return True
     return False
+
+
+class ExternalEnvironment(ClusterEnvironment):
+    """A launcher outside ddpkit (torchrun, srun, jsrun, mpirun, Kubeflow's operator) starts
+    every rank, and decides the ranks: ddpkit starts none."""
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        return True
+
+    def _ignored(self, log: logging.Logger, owner: str, what: str) -> None:
+        """A ``set_*`` call of a 1.x training type for ``what`` ("world size"), which the
+        launcher decides: ignored, with Lightning 1.x's DEBUG line (``owner``: the class 1.x
+        names in it)."""
+        setter = f"set_{what.replace(' ', '_')}"
+        log.debug(f"{owner}.{setter} was called, but setting {what} is not allowed. Ignored.")

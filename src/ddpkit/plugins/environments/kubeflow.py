@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.base import ExternalEnvironment
 
 __all__ = ["KubeflowEnvironment"]
 
@@ -28,7 +28,7 @@ _REQUIRED = ("KUBERNETES_PORT", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RAN
 _TORCHRUN = ("GROUP_RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 
 
-class KubeflowEnvironment(ClusterEnvironment):
+class KubeflowEnvironment(ExternalEnvironment):
     """A PyTorchJob pod: one rank, its number in ``RANK``; see the module docstring."""
 
     name: ClassVar[str] = "kubeflow"
@@ -37,10 +37,6 @@ class KubeflowEnvironment(ClusterEnvironment):
     @classmethod
     def detect(cls, env: Mapping[str, str]) -> bool:
         return all(k in env for k in _REQUIRED) and not any(k in env for k in _TORCHRUN)
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     def main_address(self) -> str:
         return self.env["MASTER_ADDR"]

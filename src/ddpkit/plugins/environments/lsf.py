@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.base import ExternalEnvironment
 
 __all__ = ["LSFEnvironment"]
 
 _REQUIRED = ("LSB_JOBID", "LSB_DJOB_RANKFILE", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_SIZE")
 
 
-class LSFEnvironment(ClusterEnvironment):
+class LSFEnvironment(ExternalEnvironment):
     """``jsrun`` started every rank; see the module docstring. ``hostname`` is this machine's
     name as the rank file spells it (None: ``socket.gethostname()``)."""
 
@@ -41,10 +41,6 @@ class LSFEnvironment(ClusterEnvironment):
     @classmethod
     def detect(cls, env: Mapping[str, str]) -> bool:
         return all(k in env for k in _REQUIRED)
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     def hosts(self) -> list[str]:
         """The compute hosts of the job, one line per rank slot, the launch node left out."""

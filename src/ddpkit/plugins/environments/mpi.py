@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.base import ExternalEnvironment
 
 __all__ = ["MPIEnvironment", "MPIFlavour"]
 
@@ -92,7 +92,7 @@ def _mpi4py_installed() -> bool:
     return importlib.util.find_spec("mpi4py") is not None
 
 
-class MPIEnvironment(ClusterEnvironment):
+class MPIEnvironment(ExternalEnvironment):
     """``mpirun -np N python train.py``: each MPI process is one rank; ddpkit starts nothing.
 
     See the module docstring for the variables and where the ranks meet. ``mpi4py`` says
@@ -130,10 +130,6 @@ class MPIEnvironment(ClusterEnvironment):
                 "drop the MPIEnvironment and ddpkit starts the ranks itself."
             )
         return found
-
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
 
     def world_size(self) -> int:
         return self._int(self.flavour.size)

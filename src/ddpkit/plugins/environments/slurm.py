@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.base import ExternalEnvironment
 
 __all__ = [
     "SLURMEnvironment",
@@ -136,7 +136,7 @@ def _step_tasks(env: Mapping[str, str]) -> int | None:
     return int(found[1])
 
 
-class SLURMEnvironment(ClusterEnvironment):
+class SLURMEnvironment(ExternalEnvironment):
     """srun started every rank: one task per rank, in one job step.
 
     Ranks come from ``SLURM_PROCID`` / ``SLURM_LOCALID`` / ``SLURM_NODEID``; the world size is
@@ -169,10 +169,6 @@ class SLURMEnvironment(ClusterEnvironment):
         tasks = _step_tasks(env)
         return tasks is not None and tasks > 1 and "SLURM_PROCID" in env
 
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
-
     def main_address(self) -> str:
         if "MASTER_ADDR" in self.env:
             return self.env["MASTER_ADDR"]
@@ -195,20 +191,14 @@ class SLURMEnvironment(ClusterEnvironment):
 
     def set_world_size(self, size: int) -> None:
         """SLURM decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
-        log.debug(
-            "SLURMEnvironment.set_world_size was called, but setting world size is not allowed. "
-            "Ignored."
-        )
+        self._ignored(log, "SLURMEnvironment", "world size")
 
     def global_rank(self) -> int:
         return self._int("SLURM_PROCID")
 
     def set_global_rank(self, rank: int) -> None:
         """SLURM decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
-        log.debug(
-            "SLURMEnvironment.set_global_rank was called, but setting global rank is not "
-            "allowed. Ignored."
-        )
+        self._ignored(log, "SLURMEnvironment", "global rank")
 
     def local_rank(self) -> int:
         return self._int("SLURM_LOCALID")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
+from ddpkit.plugins.environments.base import ExternalEnvironment
 
 __all__ = ["TorchElasticEnvironment"]
 
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 _REQUIRED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE")
 
 
-class TorchElasticEnvironment(ClusterEnvironment):
+class TorchElasticEnvironment(ExternalEnvironment):
     """torchrun started every rank: ranks, world size and the rendezvous come from its variables.
 
     torchrun exports ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``GROUP_RANK`` (the node rank),
@@ -33,10 +33,6 @@ class TorchElasticEnvironment(ClusterEnvironment):
     def detect(cls, env: Mapping[str, str]) -> bool:
         return all(k in env for k in _REQUIRED)
 
-    @property
-    def creates_processes_externally(self) -> bool:
-        return True
-
     def main_address(self) -> str:
         return self.env.get("MASTER_ADDR", "127.0.0.1")
 
@@ -48,20 +44,14 @@ class TorchElasticEnvironment(ClusterEnvironment):
 
     def set_world_size(self, size: int) -> None:
         """torchrun decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
-        log.debug(
-            "TorchElasticEnvironment.set_world_size was called, but setting world size is not "
-            "allowed. Ignored."
-        )
+        self._ignored(log, "TorchElasticEnvironment", "world size")
 
     def global_rank(self) -> int:
         return self._int("RANK")
 
     def set_global_rank(self, rank: int) -> None:
         """torchrun decides: ignored, and logged (Lightning 1.x's message, at DEBUG)."""
-        log.debug(
-            "TorchElasticEnvironment.set_global_rank was called, but setting global rank is not "
-            "allowed. Ignored."
-        )
+        self._ignored(log, "TorchElasticEnvironment", "global rank")
 
     def local_rank(self) -> int:
         return self._int("LOCAL_RANK")

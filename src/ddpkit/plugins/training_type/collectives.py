@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
 from ddpkit.plugins.training_type.process_group import all_reduce
-from ddpkit.utilities.exchange import all_gather_bytes, broadcast_json, json_round_trip
+from ddpkit.utilities.exchange import Exchanger
 
 __all__ = ["DistributedCollectives"]
 
@@ -60,18 +60,11 @@ class DistributedCollectives(TrainingTypePlugin):
         return out
 
     def broadcast_json(self, obj: Any, src: int = 0) -> Any:
-        if not dist.is_initialized():
-            return json_round_trip(obj)
-        with self.collective("broadcast_json"):
-            return broadcast_json(obj, src, self._exchange_device)
+        return self._exchanger.broadcast_json(obj, src)
 
     def all_gather_bytes(self, data: bytes) -> list[bytes]:
-        if not dist.is_initialized():
-            return [data]
-        with self.collective("all_gather_bytes"):
-            return all_gather_bytes(data, self._exchange_device)
+        return self._exchanger.all_gather_bytes(data)
 
     @property
-    def _exchange_device(self) -> torch.device:
-        # nccl moves CUDA tensors only; gloo takes CPU ones.
-        return self.root_device if self.backend == "nccl" else torch.device("cpu")
+    def _exchanger(self) -> Exchanger:
+        return Exchanger(lambda: self.root_device, self.collective)

@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from ddpkit._runtime.process.proc import Rank
 from ddpkit.errors import RankFailure
 from ddpkit.ranks.errorfile import ErrorRecord, raised
-from ddpkit.ranks.handles import RankHandle
 from ddpkit.tracebacks import verbose
 from ddpkit.utilities import procs
 
@@ -35,7 +35,6 @@ __all__ = [
     "RecordOf",
     "blame_of",
     "choose_root",
-    "end_all",
     "end_job",
     "fates",
     "first_failure",
@@ -86,16 +85,14 @@ def blame_of(record: ErrorRecord) -> Blame:
     return Blame.FAILED
 
 
-def first_failure(
-    handles: Sequence[RankHandle], record_of: RecordOf | None = None
-) -> RankHandle | None:
+def first_failure(handles: Sequence[Rank], record_of: RecordOf | None = None) -> Rank | None:
     """The lowest rank that exited with a non-zero status (or a signal), or that left an error
     report: a rank that raised is known as the root cause before its interpreter has finished
     exiting (which takes the better part of a second with torch loaded)."""
     return next((h for h in handles if _failed(h, record_of)), None)
 
 
-def _failed(h: RankHandle, record_of: RecordOf | None) -> bool:
+def _failed(h: Rank, record_of: RecordOf | None) -> bool:
     """Exited with a non-zero status or a signal, or still running with its report already in."""
     code = h.poll()
     if code is not None:
@@ -103,12 +100,12 @@ def _failed(h: RankHandle, record_of: RecordOf | None) -> bool:
     return record_of is not None and record_of(h.rank) is not None
 
 
-def _blame(h: RankHandle, record_of: RecordOf) -> Blame:
+def _blame(h: Rank, record_of: RecordOf) -> Blame:
     record = record_of(h.rank)
     return Blame.FAILED if record is None else blame_of(record)
 
 
-def _candidates(handles: Sequence[RankHandle], record_of: RecordOf) -> list[RankHandle]:
+def _candidates(handles: Sequence[Rank], record_of: RecordOf) -> list[Rank]:
     """Every failed rank in the order of blame (lowest rank first within a place): those that
     failed on their own before those that only lost a peer."""
     failed = [h for h in handles if _failed(h, record_of)]
@@ -116,15 +113,15 @@ def _candidates(handles: Sequence[RankHandle], record_of: RecordOf) -> list[Rank
 
 
 def choose_root(
-    handles: Sequence[RankHandle],
-    first: RankHandle,
+    handles: Sequence[Rank],
+    first: Rank,
     record_of: RecordOf,
     *,
     others_never_arrived: Callable[[], bool] = lambda: False,
     others_reported: Callable[[], bool] = lambda: True,
     gather: float = STALL_GATHER_SECONDS,
     peer_loss_wait: float = CONSEQUENCE_WAIT_SECONDS,
-) -> RankHandle | None:
+) -> Rank | None:
     """The root cause, given the first rank seen failing.
 
     A rank that raised or died on its own comes before one whose collective only lost its peer
@@ -151,13 +148,13 @@ def choose_root(
 
 
 def _stalled_root(
-    handles: Sequence[RankHandle],
-    first: RankHandle,
+    handles: Sequence[Rank],
+    first: Rank,
     record_of: RecordOf,
     others_never_arrived: Callable[[], bool],
     others_reported: Callable[[], bool],
     gather: float,
-) -> RankHandle | None:
+) -> Rank | None:
     deadline = time.monotonic() + gather
     while time.monotonic() < deadline and (
         any(h.poll() is None for h in handles) or not others_reported()
@@ -200,7 +197,7 @@ class Ending:
         return ""
 
 
-def end_job(handles: Sequence[RankHandle], *, reason: str, grace: float = GRACE_SECONDS) -> Ending:
+def end_job(handles: Sequence[Rank], *, reason: str, grace: float = GRACE_SECONDS) -> Ending:
     """End every process of the job: each rank's process group and, where ``/proc`` shows them,
     every process descended from a rank or in a session or group one leads (a rank's child that
     left its group, one handed to init when its parent died). SIGTERM, then SIGKILL what still
@@ -232,7 +229,7 @@ def end_job(handles: Sequence[RankHandle], *, reason: str, grace: float = GRACE_
     return Ending(reason, grace, frozenset(running | others), frozenset(killed))
 
 
-def _wait(handles: Sequence[RankHandle], others: set[int], deadline: float | None) -> None:
+def _wait(handles: Sequence[Rank], others: set[int], deadline: float | None) -> None:
     """Until every rank has exited and no other process runs, or ``deadline`` (None: until the
     ranks have exited, and at most a few seconds for the others, which are not ours to reap)."""
     reap_until = time.monotonic() + _REAP_SECONDS
@@ -248,8 +245,8 @@ def _wait(handles: Sequence[RankHandle], others: set[int], deadline: float | Non
 
 
 def fates(
-    handles: Sequence[RankHandle],
-    root: RankHandle | None,
+    handles: Sequence[Rank],
+    root: Rank | None,
     record_of: RecordOf,
     ending: Ending,
 ) -> list[RankFailure]:
@@ -292,20 +289,3 @@ def _note(
     if record is not None and record.note:
         return record.note
     return "had already finished (exit code 0)" if code == 0 else ""
-
-
-def end_all(
-    handles: Sequence[RankHandle],
-    root: RankHandle | None,
-    record_of: RecordOf,
-    *,
-    reason: str = "after the root cause failed",
-    grace: float = GRACE_SECONDS,
-) -> list[RankFailure]:
-    """End the job (:func:`end_job`) and return each rank's fate (:func:`fates`).
-
-    A root cause that raised is ended too once its report is in, rather than left to finish
-    exiting: its open connections keep the others' collectives waiting until its interpreter is
-    gone, the better part of a second with torch loaded.
-    """
-    return fates(handles, root, record_of, end_job(handles, reason=reason, grace=grace))

@@ -10,17 +10,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from ddpkit.ranks.names import ENV_SKIP_STAGES
-from ddpkit.ranks.protocol import skip_stage
-from ddpkit.ranks.restart import (
+from ddpkit._runtime.restart.attempt import (
     Attempt,
     attempt_in_process,
     current_attempt,
     in_process,
-    is_complete,
-    newest_checkpoint,
-    resume_line,
 )
+from ddpkit._runtime.restart.resume import is_complete, newest_checkpoint, resume_line
+from ddpkit.ranks.names import ENV_SKIP_STAGES
+from ddpkit.ranks.protocol import skip_stage
 from ddpkit.utilities.procs import started_at
 
 

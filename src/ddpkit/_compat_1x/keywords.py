@@ -1,11 +1,11 @@
 """The one table of Lightning 1.x Trainer keywords that Lightning 2.x no longer takes.
 
 Both Trainers read it: ``ddpkit.Trainer`` (:mod:`ddpkit.trainer.legacy`) and
-``ddpkit.lightning.Trainer`` (:mod:`ddpkit.lightning._keyword_table`, which also builds the
-1.x keywords into its signature from :attr:`Row.annotation` and :attr:`Row.default`). A row holds
-the facts: which Lightning release removed the keyword, the values 1.x took, its last 1.x default,
-the values that ask for nothing Lightning 2.x does not do anyway, and Lightning 2.x's spelling of
-the same. What each Trainer *does* with a value is that Trainer's own table, keyed by these names.
+``ddpkit.lightning.Trainer`` (:mod:`ddpkit.lightning._keywords`; its signature gets the 1.x
+keywords from :attr:`Row.annotation` and :attr:`Row.default`). A row holds the facts: which
+Lightning release removed the keyword, the values 1.x took, its last 1.x default, the values that
+ask for nothing Lightning 2.x does not do anyway, and Lightning 2.x's spelling of the same. What
+each Trainer *does* with a value is that Trainer's own table, keyed by these names.
 
 Sources: the ``Trainer.__init__`` signatures of Lightning 1.0.0 to 1.9.0 (kept as data in
 ``tests/lightning/data/trainer_1x_signatures.json``, whose test holds this table to them) and

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from ddpkit.launchers.signals import SignalFlag, exit_exception
+from ddpkit._runtime.process.signals import SignalFlag, exit_exception
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -1,23 +1,5 @@
-"""Where a job that ended badly starts again (``Trainer(max_restarts=N)``).
-
-The job ends as it always does (:mod:`ddpkit.launchers.supervisor`: every rank ended, the root
-cause known). If it was a fit and a rank failed — it raised, was killed, stalled, exited — the
-launch runs again as a new job: new ranks (for the subprocess launcher new children; rank 0 is
-the launching process, which runs the fit again itself), a fresh rendezvous (a new port and a
-new key), and the attempt in every rank's environment (:class:`~ddpkit.ranks.restart.Attempt`:
-``TORCHELASTIC_RESTART_COUNT=k``, as torchrun sets it). Rank 0 of the new job then resumes from
-the newest complete checkpoint (:mod:`ddpkit.ranks.restart`) and prints one line naming the
-cause and the checkpoint. Up to ``max_restarts`` times.
-
-Never restarted: an interrupt (SIGINT / SIGTERM to the launching process), a
-``MisconfigurationError`` (on any rank: it would fail the same way again) or a ``LaunchError``
-(nothing could start). When the restarts are used up, the last attempt's error is raised with
-a note naming every attempt's root cause.
-
-The run folder (``DDPKIT_RUN_DIR``, private like the scratch directories and swept the same way)
-lives as long as the launch: ddpkit keeps its own checkpoint there when the fit has no
-``ModelCheckpoint``.
-"""
+"""The launcher's side of a restart: ``launch_once(attempt)`` again after an attempt that failed,
+up to ``max_restarts`` times (the contract: the package docstring)."""
 
 from __future__ import annotations
 
@@ -28,12 +10,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit.errors import ChildFailedError, LaunchError, MisconfigurationError
-from ddpkit.launchers.report import first_line
-from ddpkit.ranks.restart import Attempt
 from ddpkit.ranks.scratch import make_private_dir
-
-__all__ = ["restart_cause", "run_attempts"]
+from ddpkit.tracebacks import first_line
 
 R = TypeVar("R")
 
@@ -67,8 +47,7 @@ def run_attempts(
     before_restart: Callable[[], None] | None = None,
 ) -> R:
     """``launch_once(attempt)`` until it returns, restarting a failed attempt up to
-    ``max_restarts`` times (see the module docstring). ``before_restart`` lets the launcher
-    forget the failed job first."""
+    ``max_restarts`` times. ``before_restart`` lets the launcher forget the failed job first."""
     if max_restarts == 0:
         return launch_once(Attempt())
     run_dir = make_private_dir()

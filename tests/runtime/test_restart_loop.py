@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ddpkit._runtime.restart.attempt import Attempt
+from ddpkit._runtime.restart.attempts import restart_cause, run_attempts
 from ddpkit.errors import ChildFailedError, LaunchError, MisconfigurationError, RankFailure
-from ddpkit.launchers.restart import restart_cause, run_attempts
-from ddpkit.ranks.restart import Attempt
 
 
 def killed(pid: int) -> ChildFailedError:

@@ -1,4 +1,4 @@
-"""All-or-nothing supervision on real processes (:mod:`ddpkit.ranks.ending`, shared by the
+"""All-or-nothing supervision on real processes (:mod:`ddpkit._runtime.process`, shared by the
 launchers and the test parent): ending a rank ends its own children, even one that left its
 group, a rank that ignores SIGTERM is killed, and the root cause is the rank that failed first on
 its own."""
@@ -16,9 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.ranks.ending import choose_root, end_all, end_job, first_failure
+from ddpkit._runtime.process.context import ProcessContext
+from ddpkit._runtime.process.ending import (
+    GRACE_SECONDS,
+    RecordOf,
+    choose_root,
+    end_job,
+    first_failure,
+)
+from ddpkit._runtime.process.proc import Rank
+from ddpkit.errors import RankFailure
 from ddpkit.ranks.errorfile import ErrorRecord, raised, read_error_file, write_error_file
-from ddpkit.ranks.handles import PopenHandle
 from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.utilities.procs import is_running
 
@@ -43,15 +51,15 @@ class Ranks:
     """Real rank-like processes, each leading its own process group as ddpkit starts them."""
 
     def __init__(self) -> None:
-        self.handles: list[PopenHandle] = []
+        self.handles: list[Rank] = []
 
-    def start(self, code: str, rank: int) -> PopenHandle:
+    def start(self, code: str, rank: int) -> Rank:
         proc = subprocess.Popen(
             [sys.executable, "-c", code],
             stdout=subprocess.PIPE,
             preexec_fn=preexec_for_rank(os.getpid()),
         )
-        handle = PopenHandle(rank=rank, proc=proc)
+        handle = Rank(rank=rank, proc=proc)
         self.handles.append(handle)
         return handle
 
@@ -83,6 +91,20 @@ def until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
 
 def no_record(rank: int) -> ErrorRecord | None:
     return None
+
+
+def end_all(
+    ranks: list[Rank],
+    root: Rank | None,
+    record_of: RecordOf,
+    *,
+    reason: str = "after the root cause failed",
+    grace: float = GRACE_SECONDS,
+) -> list[RankFailure]:
+    """A job of ``ranks`` ended as a launcher ends it: each rank's fate, the root cause first."""
+    context = ProcessContext("a job", record_of)
+    context.ranks.extend(ranks)
+    return context.close(reason, root, grace=grace)
 
 
 def test_ending_a_rank_ends_its_own_children(ranks: Ranks) -> None:

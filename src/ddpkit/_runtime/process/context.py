@@ -1,0 +1,274 @@
+"""One job's processes from start to end (torch elastic's ``PContext``): start them, poll them
+all-or-nothing, end them once, and say each one's fate.
+
+Whoever first sees the end of a job — a poll loop or a supervisor thread (a rank failed, a
+signal came) or rank zero's own stage (it raised) — calls :meth:`ProcessContext.conclude` with
+the :data:`Outcome`. The first call *claims* the job: it ends every process still running
+(:meth:`ProcessContext.close`), records what the launching process must raise, and *settles*.
+Every later call returns False, and anyone who needs the end waits for it
+(:meth:`ProcessContext.settled`). So a job ends once, in one way, however many threads see it
+end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddpkit._runtime.process.ending import (
+    GRACE_SECONDS,
+    POLL_SECONDS,
+    Ending,
+    RecordOf,
+    choose_root,
+    end_job,
+    fates,
+    first_failure,
+)
+from ddpkit._runtime.process.proc import Proc, Rank
+from ddpkit._runtime.process.signals import SignalFlag, exit_exception
+from ddpkit._runtime.process.starter import start_in_lifetime_thread
+from ddpkit.errors import ChildFailedError, RankFailure
+from ddpkit.ranks.stall import StallReport
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """SIGINT or SIGTERM reached the launching process."""
+
+    signum: int
+
+
+@dataclass(frozen=True)
+class ChildFailed:
+    """A rank the launcher started failed (or ended when it must not have). ``note`` replaces
+    the root cause's own description; ``rank_zero_note`` adds a line for rank zero."""
+
+    first: Rank
+    note: str = ""
+    rank_zero_note: str = ""
+
+
+@dataclass(frozen=True)
+class RankZeroFailed:
+    """Rank zero itself failed: its stage raised ``error``, or its script raised (``error`` is
+    None: the script's own traceback is on its way to stderr). ``why`` ends the other ranks'
+    notes: "after rank 0 failed (RuntimeError: boom)"."""
+
+    error: BaseException | None
+    why: str
+
+
+Outcome = Interrupted | ChildFailed | RankZeroFailed
+
+
+@dataclass
+class RankZero:
+    """Rank zero of the subprocess launcher: the supervising process is a rank itself."""
+
+    rank: int
+    stage: str = ""
+    #: what its stall watchdog said, when the stall alarm went round
+    stall: StallReport | None = None
+    stall_at: float | None = None
+    pid: int = field(default_factory=os.getpid)
+
+    def line(self, note: str, traceback: str = "") -> RankFailure:
+        return RankFailure(
+            rank=self.rank, pid=self.pid, exitcode=None, traceback=traceback, note=note
+        )
+
+
+def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> None:
+    """After SIGINT/SIGTERM ended every rank: one line per rank on stderr."""
+    name = signal.Signals(signum).name
+    lines = [f"ddpkit: {name}: every rank of {what} ended:"]
+    lines += [f"  {fate.line()}" for fate in fates]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+
+
+class ProcessContext:
+    """The processes of one job (``what`` names it in reports: "DDP (spawn launcher)"), what
+    each rank left (``record_of``: its error file), and, for the subprocess launcher, rank zero
+    (the supervising process is a rank itself); see the module docstring."""
+
+    def __init__(
+        self, what: str, record_of: RecordOf, *, rank_zero: RankZero | None = None
+    ) -> None:
+        self.what = what
+        self.record_of = record_of
+        self.rank_zero = rank_zero
+        #: every process started or adopted so far, in that order
+        self.ranks: list[Rank] = []
+        #: what the launching process raises; None until settled, and for a script that raised
+        self.error: BaseException | None = None
+        #: the signal that ended the job, when one did
+        self.interrupted: int | None = None
+        #: how the job's processes were ended, the first time they were (None: not yet)
+        self.ending: Ending | None = None
+        self._lock = threading.Lock()
+        self._claimed = False
+        self._settled = threading.Event()
+
+    # -- start -------------------------------------------------------------------------------
+
+    def start(
+        self,
+        starters: Iterable[tuple[int, Callable[[], Proc]]],
+        *,
+        failed: str = "after rank 0 could not start all",
+    ) -> None:
+        """Start a process per ``(rank, starter)``, from the process's lifetime thread (a
+        rank's parent-death signal follows the thread that started it); each joins
+        :attr:`ranks` as it starts, so that a start that fails ends those started (``failed``
+        says why, in their fates) and raises."""
+
+        def start_each() -> None:
+            for rank, starter in starters:
+                self.ranks.append(Rank(rank, starter()))
+
+        try:
+            start_in_lifetime_thread(start_each)
+        except BaseException:
+            self.close(failed)
+            raise
+
+    def adopt(self, rank: int, proc: Proc, log: Path | None = None) -> None:
+        """A process started elsewhere (forked by the zygote, or started for a test) joins."""
+        self.ranks.append(Rank(rank, proc, log))
+
+    def pids(self) -> dict[int, int]:
+        """Each rank's pid (torch elastic's name)."""
+        return {r.rank: r.pid for r in self.ranks}
+
+    # -- poll --------------------------------------------------------------------------------
+
+    def look(self, signals: SignalFlag, timeout: float = POLL_SECONDS) -> Outcome | None:
+        """Wait up to ``timeout`` s (a signal wakes it), then look once: an interrupt, or the
+        first rank that failed; None while nothing has ended the job."""
+        signum = signals.wait(timeout)
+        if signum is not None and signals.installed:
+            return Interrupted(signum)
+        failed = first_failure(self.ranks, self.record_of)
+        return None if failed is None else ChildFailed(failed)
+
+    def finished(self) -> bool:
+        """Every rank has exited, each with status 0."""
+        return all(r.poll() == 0 for r in self.ranks)
+
+    def wait(self, signals: SignalFlag) -> BaseException | None:
+        """Poll until every rank finished (None) or the job ended: what the launching process
+        raises then."""
+        while (outcome := self.look(signals)) is None:
+            if self.finished():
+                return None
+        self.conclude(outcome)
+        error = self.settled()
+        return error if error is not None else RuntimeError("launch ended unrecorded")
+
+    # -- end ---------------------------------------------------------------------------------
+
+    @property
+    def claimed(self) -> bool:
+        return self._claimed
+
+    def conclude(self, outcome: Outcome) -> bool:
+        """End the job with ``outcome``, unless someone else already did (then False)."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+        try:
+            if isinstance(outcome, Interrupted):
+                self._interrupted(outcome.signum)
+            elif isinstance(outcome, ChildFailed):
+                self._child_failed(outcome)
+            else:
+                self._rank_zero_failed(outcome)
+        finally:
+            self._settled.set()
+        return True
+
+    def settled(self) -> BaseException | None:
+        """Once the job has ended: what the launching process raises."""
+        self._settled.wait()
+        return self.error
+
+    def close(
+        self, reason: str, root: Rank | None = None, *, grace: float = GRACE_SECONDS
+    ) -> list[RankFailure]:
+        """End every process of the job (:func:`~.ending.end_job`: SIGTERM, SIGKILL after
+        ``grace`` s) and return each rank's fate, ``root`` first. A root cause that raised is
+        ended too once its report is in, rather than left to finish exiting: its open
+        connections keep the others' collectives waiting until its interpreter is gone."""
+        ending = end_job(self.ranks, reason=reason, grace=grace)
+        if self.ending is None:  # the first end names the reason; a later one only mops up
+            self.ending = ending
+        return fates(self.ranks, root, self.record_of, ending)
+
+    # -- the outcomes ------------------------------------------------------------------------
+
+    def _who(self) -> str:
+        return "the launcher" if self.rank_zero is None else f"rank {self.rank_zero.rank}"
+
+    def _interrupted(self, signum: int) -> None:
+        self.interrupted = signum
+        name = signal.Signals(signum).name
+        report_interrupt(signum, self.what, self.close(f"after {self._who()} received {name}"))
+        self.error = exit_exception(signum)
+
+    def _child_failed(self, outcome: ChildFailed) -> None:
+        rz = self.rank_zero
+        root = choose_root(
+            self.ranks,
+            outcome.first,
+            self.record_of,
+            others_never_arrived=lambda: bool(rz and rz.stall and rz.stall.never_arrived),
+            # A child the alarm ended may be gone before rank zero's own watchdog, still
+            # waiting for every answer, has written its note: the report needs that note.
+            others_reported=lambda: rz is None or rz.stall is not None,
+        )
+        if root is None:  # rank zero, this process, is the one that never arrived
+            assert rz is not None and rz.stall is not None  # choose_root's contract
+            fates = self.close(f"after rank {rz.rank} stalled")
+            own = rz.line(f"this process; {rz.stall.note}", rz.stall.stack)
+            self.error = ChildFailedError([own, *fates], what=self.what)
+            return
+        stalled = rz is not None and rz.stall is not None
+        fates = self.close(
+            "after the stall alarm" if stalled else f"after rank {root.rank} failed", root
+        )
+        note = outcome.note
+        if not note and rz is not None and root.poll() == 0:
+            note = (
+                f"exited with code 0 while rank {rz.rank} was still in {rz.stage or 'a stage'}: "
+                f"every rank must make the same Trainer calls (a call under "
+                f"`if trainer.is_global_zero:` runs on rank 0 only)"
+            )
+        if note:
+            old = fates[0]
+            fates[0] = RankFailure(rank=old.rank, pid=old.pid, exitcode=old.exitcode, note=note)
+        if rz is not None and rz.stall is not None:
+            fates.insert(1, rz.line(f"this process; {rz.stall.note}"))
+        elif rz is not None and outcome.rank_zero_note:
+            fates.insert(1, rz.line(outcome.rank_zero_note))
+        self.error = ChildFailedError(fates, what=self.what)
+
+    def _rank_zero_failed(self, outcome: RankZeroFailed) -> None:
+        fates = self.close(outcome.why)
+        error = outcome.error
+        if error is None:
+            # The script's own traceback follows on stderr; say how the others ended first.
+            sys.stderr.write("".join(f"ddpkit: {fate.line()}\n" for fate in fates))
+            return
+        # Rank zero is the root cause: keep its own exception and traceback, and say how each
+        # other rank ended.
+        for fate in fates:
+            error.add_note(f"ddpkit: {fate.line()}")
+        self.error = error

@@ -1,0 +1,145 @@
+"""The ranks' side of a restart: every rank's RNG states in each checkpoint, and where a
+restarted fit resumes (the contract: the package docstring)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddpkit._runtime.restart.attempt import Attempt, current_attempt
+from ddpkit._runtime.restart.port import FitLoop, Ranks
+from ddpkit.utilities import rng
+
+#: the file ddpkit keeps in the run folder when the user has no ModelCheckpoint
+KEPT_NAME = "restart.ckpt"
+#: where a checkpoint keeps the ranks' RNG states
+RNG_KEY = "ddpkit_rng"
+#: the file name prefix of ModelCheckpoint(save_on_exception=True): one rank's state at a
+#: failure, mid-step and without the other ranks' RNG: never resumed from
+_EXCEPTION_PREFIX = "exception"
+
+
+def is_complete(path: Path) -> bool:
+    """True when ``path`` is a whole checkpoint: ``torch.save``'s zip format ends with its
+    directory, which a write cut short never reached (Lightning writes its checkpoints in place,
+    not atomically as ddpkit does)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return bool(archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def newest_checkpoint(
+    folders: Iterable[str | os.PathLike[str]], since: float | None
+) -> Path | None:
+    """The newest complete ``*.ckpt`` in ``folders`` modified at or after ``since`` (None: any),
+    or None. Hidden files (a write under way) and the exception checkpoints are never chosen."""
+    found: list[tuple[int, Path]] = []
+    for folder in dict.fromkeys(os.fspath(f) for f in folders):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".ckpt") or name.startswith((".", _EXCEPTION_PREFIX)):
+                continue
+            try:
+                mtime = entry.stat().st_mtime_ns  # a link to the last one: its target's time
+            except OSError:
+                continue
+            if since is None or mtime >= since * 1e9:
+                found.append((mtime, Path(entry.path)))
+    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
+        if is_complete(path):
+            return path
+    return None
+
+
+def resume_line(attempt: Attempt, path: str | None, position: str) -> str:
+    """What rank 0 of a restarted fit prints: the restart, its cause, where it resumes."""
+    of = f" of {attempt.max_restarts}" if attempt.max_restarts else ""
+    cause = f" after {attempt.cause}" if attempt.cause else ""
+    where = f"resumes from {path} ({position})" if path else f"starts over ({position})"
+    return f"ddpkit: restart {attempt.number}{of}{cause}: fit {where}"
+
+
+def rng_states(ranks: Ranks, *, collective: bool) -> dict[str, Any]:
+    """Every rank's RNG states (``collective``: gathered, every rank must call it; else this
+    rank's own only, for a rank that may be alone)."""
+    mine = rng.capture()
+    if not collective:
+        return {"world_size": ranks.world_size, "ranks": {str(ranks.global_rank): mine}}
+    gathered = ranks.all_gather_bytes(rng.encode(mine))
+    states = {
+        str(r): (mine if r == ranks.global_rank else rng.decode(data))
+        for r, data in enumerate(gathered)
+    }
+    return {"world_size": len(gathered), "ranks": states}
+
+
+def rng_of_rank(
+    checkpoint: Mapping[str, Any] | None, rank: int, world_size: int
+) -> dict[str, Any] | None:
+    """This rank's RNG states in ``checkpoint``; None when it has none for a job of this size."""
+    saved = (checkpoint or {}).get(RNG_KEY)
+    if not isinstance(saved, dict) or saved.get("world_size") != world_size:
+        return None
+    found = saved.get("ranks", {}).get(str(rank))
+    return found if isinstance(found, dict) else None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a fit starts from: ``path`` (None: the module as it is) and, for a restarted fit,
+    the attempt."""
+
+    path: str | None
+    attempt: Attempt | None = None
+
+    @classmethod
+    def decide(cls, fit: FitLoop, given: str | None) -> Resume:
+        """On every rank (for a distributed fit, one collective). Rank 0 decides: on a restart,
+        the newest complete checkpoint written since the run started, else the fit's own
+        ``ckpt_path``; the other ranks are told as JSON."""
+        ranks = fit.ranks
+        if ranks.world_size == 1:
+            return cls(given)
+        decision: dict[str, Any] | None = None
+        if ranks.is_global_zero:
+            attempt = current_attempt()
+            decision = {"path": given, "attempt": None}
+            if attempt.number > 0:
+                found = newest_checkpoint(fit.checkpoint_folders(), attempt.since())
+                decision = {
+                    "path": str(found) if found is not None else given,
+                    "attempt": [attempt.number, attempt.max_restarts, attempt.cause],
+                }
+        decision = ranks.broadcast_json(decision)
+        told = decision["attempt"]
+        if told is None:
+            return cls(decision["path"])
+        return cls(decision["path"], Attempt(number=told[0], max_restarts=told[1], cause=told[2]))
+
+    def announce(self, fit: FitLoop, checkpoint: Mapping[str, Any] | None) -> None:
+        """Rank 0 of a restarted fit says so: one line, the cause, where it resumes."""
+        if self.attempt is not None and fit.ranks.is_global_zero:
+            line = resume_line(self.attempt, self.path, fit.position(checkpoint))
+            sys.stderr.write(f"{line}\n")
+            sys.stderr.flush()
+
+    def before_epochs(
+        self, ranks: Ranks, checkpoint: Mapping[str, Any] | None
+    ) -> Callable[[], None] | None:
+        """For a restarted fit: set this rank's RNG states of the checkpoint, just before the
+        first epoch, where the uninterrupted run stood when it wrote it."""
+        if self.attempt is None:
+            return None
+        state = rng_of_rank(checkpoint, ranks.global_rank, ranks.world_size)
+        return None if state is None else (lambda: rng.restore(state))
