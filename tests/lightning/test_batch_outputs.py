@@ -82,7 +82,8 @@ def test_the_forms_are_1_9_5s_own() -> None:
     theirs = json.loads(proc.stdout.splitlines()[-1])
     for (batches, count), expected in zip(LAYOUTS, theirs, strict=True):
         steps = [{i: _step(o) for i, o in b.items()} for b in batches]
-        ours = [batch_end_outputs(dict(b), count > 1) for b in steps]
+        # Lightning 2.x's own outputs: by optimizer index with several, the step's alone with one
+        ours = [batch_end_outputs(dict(b) if count > 1 else b.get(0), count > 1) for b in steps]
         assert ours == expected["batch_end"], (batches, count)
         assert epoch_end_outputs(steps, count) == expected["epoch_end"], (batches, count)
 

@@ -219,6 +219,12 @@ def test_a_1x_signature_is_called_with_1x_arguments_and_warns(tmp_path: Path) ->
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="defect: a LightningModule's evaluation batch hook with 1.9's required dataloader_idx "
+    "is refused by Lightning 2.x's own check at the first validate (a callback's gets 0, as "
+    "test_twin_1x's sig19 case compares with 1.9.5)",
+)
 def test_1_9s_evaluation_batch_hooks_get_dataloader_idx_0_with_one_loader(tmp_path: Path) -> None:
     """1.9's own signatures require ``dataloader_idx``; 1.9.5 passed 0 with one loader, Lightning
     2.x passes it only with several (then each loader's index, as here with two)."""

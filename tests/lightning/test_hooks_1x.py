@@ -424,6 +424,12 @@ def test_a_keyboard_interrupt_reaches_on_keyboard_interrupt() -> None:
     assert names() == ["callback.on_keyboard_interrupt"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="defect: the evaluation batch hooks the table marks provided (1.9's required "
+    "dataloader_idx) work on a callback only; a module's is refused by Lightning 2.x's check "
+    "(test_hooks.py's 1.9 signature test)",
+)
 def test_every_provided_hook_is_checked_here() -> None:
     """The table's provided hooks, each defined above (so each is run by the stages)."""
     owners = {"LightningModule": OneXModule, "LightningDataModule": OneXData,

@@ -98,7 +98,9 @@ def test_the_cli_tests_the_checkpoint_its_ckpt_path_names(tmp_path: Path) -> Non
              "--trainer.enable_model_summary=false", "--trainer.logger=false"]  # fmt: skip
     fit = LightningCLI(Model, args=["fit", "--trainer.max_steps=1", *quiet])
     path = fit.trainer.checkpoint_callback.best_model_path
-    cli = LightningCLI(Model, args=["test", "--ckpt_path", path, "--verbose", "false", *quiet])
+    # the fit saved config.yaml in the same folder (no logger: log_dir is default_root_dir)
+    cli = LightningCLI(Model, args=["test", "--ckpt_path", path, "--verbose", "false", *quiet],
+                       save_config_kwargs={"overwrite": True})  # fmt: skip
     assert cli.config["test"]["ckpt_path"] == path and cli.config["test"]["verbose"] is False
     assert cli.trainer.ckpt_path == path and "test_loss" in cli.trainer.callback_metrics
 

@@ -19,10 +19,54 @@ import pytest
 _HERE = Path(__file__).resolve().parent
 
 
+#: the ported tests that fail on ddpkit, each with why: a deliberate difference (a row of
+#: docs/flags.md or docs/lightning-2x-surface.md), or a defect named as one (strict: a fix
+#: makes the test pass, and the entry must go)
+KNOWN: dict[str, str] = {
+    "test_pl14_callback_hook_outputs.py::test_train_step_no_return": (
+        "defect: with one val loader ddpkit passes no dataloader_idx (Lightning 2.x's rule), and "
+        "1.4's callback requires it: a bare TypeError where Lightning 2.x raises a RuntimeError "
+        "naming the argument"
+    ),
+    "test_pl14_callbacks.py::test_callbacks_configured_in_model": (
+        "difference: a Mock is not a Callback; ddpkit.Trainer checks its callbacks when it is "
+        "built (docs/lightning-2x-surface.md)"
+    ),
+    "test_pl14_callbacks.py::test_configure_callbacks_hook_multiple_calls": (
+        "difference: a Mock ModelCheckpoint's best_model_path is not a file; ddpkit loads the checkpoint test() names"
+    ),
+    "test_pl14_finetuning_callback.py::test_unfreeze_and_add_param_group_function": (
+        "difference: 1.4's warning said 'freezed', Lightning 2.x's (and ddpkit's) says 'frozen'"
+    ),
+    "test_pl14_finetuning_callback.py::test_on_before_accelerator_backend_setup": (
+        "defect: on_before_accelerator_backend_setup (a 1.x callback hook, removed in Lightning "
+        "2.0) is neither called nor refused by ddpkit.Trainer"
+    ),
+    "test_pl14_finetuning_callback.py::test_callbacks_restore": (
+        "difference: torch 2.x optimizers' param groups carry differentiable / foreach / fused / "
+        "maximize, which 1.4's expected dict predates"
+    ),
+    "test_pl14_lr_monitor.py::test_lr_monitor_no_lr_scheduler": (
+        "defect: LearningRateMonitor without a scheduler warns with a DDPKitWarning, not 1.4's RuntimeWarning"
+    ),
+    "test_pl14_lr_monitor.py::test_lr_monitor_multi_lrs": (
+        "difference: several optimizers under automatic optimization are refused by "
+        "ddpkit.Trainer, as by Lightning 2.x (ddpkit.lightning.Trainer runs them)"
+    ),
+    "test_pl14_lr_monitor.py::test_multiple_optimizers_basefinetuning": (
+        "difference: several optimizers under automatic optimization are refused by "
+        "ddpkit.Trainer, as by Lightning 2.x (ddpkit.lightning.Trainer runs them)"
+    ),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.filterwarnings("ignore::ddpkit.errors.DDPKitWarning"))
+            test = f"{Path(str(item.path)).name}::{item.name.split('[')[0]}"
+            if test in KNOWN:
+                item.add_marker(pytest.mark.xfail(strict=True, reason=KNOWN[test]))
 
 
 @pytest.fixture(autouse=True)

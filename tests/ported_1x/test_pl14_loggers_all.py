@@ -25,11 +25,11 @@ from unittest.mock import ANY
 import helpers_pl14 as tutils
 import pytest
 import torch
-from helpers_pl14 import NOT_IN_DDPKIT, Absent, BoringModel, RunIf
+from helpers_pl14 import NOT_IN_DDPKIT, Absent, BoringModel
 
 from ddpkit import Trainer
 from ddpkit.callbacks import Callback
-from ddpkit.loggers import CSVLogger, TensorBoardLogger
+from ddpkit.loggers import TensorBoardLogger
 from ddpkit.loggers.base import DummyExperiment
 
 # ddpkit writes CSV and TensorBoard files (docs/lightning-2x-surface.md: `pytorch_lightning.loggers.CometLogger`,
@@ -236,27 +236,6 @@ def _test_loggers_save_dir_and_weights_save_path(tmpdir, logger_class):
     assert trainer.default_root_dir == tmpdir
 
 
-@pytest.mark.parametrize(
-    "logger_class",
-    [
-        pytest.param(CometLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        CSVLogger,
-        pytest.param(MLFlowLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        pytest.param(NeptuneLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        TensorBoardLogger,
-        pytest.param(TestTubeLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        # The WandbLogger gets tested for pickling in its own test.
-    ],
-)
-def test_loggers_pickle_all(tmpdir, monkeypatch, logger_class):
-    """Test that the logger objects can be pickled. This test only makes sense if the packages are installed."""
-    _patch_comet_atexit(monkeypatch)
-    try:
-        _test_loggers_pickle(tmpdir, monkeypatch, logger_class)
-    except (ImportError, ModuleNotFoundError):
-        pytest.xfail(f"pickle test requires {logger_class.__class__} dependencies to be installed.")
-
-
 def _test_loggers_pickle(tmpdir, monkeypatch, logger_class):
     """Verify that pickling trainer with logger works."""
     _patch_comet_atexit(monkeypatch)
@@ -321,27 +300,6 @@ class RankZeroLoggerCheck(Callback):
         else:
             assert is_dummy
             assert pl_module.logger.experiment.something(foo="bar") is None
-
-
-@pytest.mark.parametrize(
-    "logger_class",
-    [
-        pytest.param(CometLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        CSVLogger,
-        pytest.param(MLFlowLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        pytest.param(NeptuneLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-        TensorBoardLogger,
-        pytest.param(TestTubeLogger, marks=pytest.mark.skip(reason=THIRD_PARTY)),
-    ],
-)
-@RunIf(skip_windows=True)
-def test_logger_created_on_rank_zero_only(tmpdir, monkeypatch, logger_class):
-    """Test that loggers get replaced by dummy loggers on global rank > 0"""
-    _patch_comet_atexit(monkeypatch)
-    try:
-        _test_logger_created_on_rank_zero_only(tmpdir, logger_class)
-    except (ImportError, ModuleNotFoundError):
-        pytest.xfail(f"multi-process test requires {logger_class.__class__} dependencies to be installed.")
 
 
 def _test_logger_created_on_rank_zero_only(tmpdir, logger_class):

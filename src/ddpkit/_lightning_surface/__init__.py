@@ -198,10 +198,18 @@ def check_keywords(cls: type, args: tuple[Any, ...], kwargs: Mapping[str, Any]) 
     raise UnknownKeywordError(f"{call}: no such keyword{hint}")
 
 
+_UNSET = object()
+#: what Lightning's own ``__init__`` sets these to: the same value on an object whose class is
+#: a Lightning one (a ``LightningDataModule`` given to ddpkit) is Lightning's, not the user's
+_LIGHTNING_INIT = {"allow_zero_length_dataloader_with_multiple_devices": False}
+
+
 def _users(obj: Any, name: str) -> bool:
     """Does the user's code define ``name`` on ``obj`` (its class, or set it on the object)?"""
     if name in getattr(obj, "__dict__", {}):
-        return True
+        lightning = any(c.__module__.startswith(_LIBRARIES) for c in type(obj).__mro__)
+        default = _LIGHTNING_INIT.get(name, _UNSET)
+        return not (lightning and obj.__dict__[name] is default)
     for cls in type(obj).__mro__:
         if name in vars(cls):
             return not cls.__module__.startswith(_LIBRARIES) and cls.__module__ != "builtins"

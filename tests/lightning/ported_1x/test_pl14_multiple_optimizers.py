@@ -150,6 +150,12 @@ def test_multiple_optimizers_no_opt_idx_argument(tmpdir):
         trainer.fit(TestModel())
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="difference (docs/lightning.md, several optimizers): training_epoch_end gets "
+    "outputs[batch][optimizer_idx], as Lightning 1.6-1.9 passed it (the 1.9.5 twins compare it); "
+    "1.0-1.5, and this 1.4 test, had outputs[optimizer_idx][batch]",
+)
 def test_custom_optimizer_step_with_multiple_optimizers(tmpdir):
     """
     This tests ensures custom optimizer_step works,
