@@ -204,12 +204,9 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         val_dataloaders: Any = None,
     ) -> Any:
         """Lightning's ``validate``; 1.x's ``val_dataloaders=`` is its ``dataloaders``."""
-        loaders = _renamed("validate", "val_dataloaders", val_dataloaders, "dataloaders",
-                           dataloaders)  # fmt: skip
-        bound = dict(model=model, dataloaders=loaders, ckpt_path=ckpt_path, verbose=verbose,
+        bound = dict(model=model, dataloaders=dataloaders, ckpt_path=ckpt_path, verbose=verbose,
                      datamodule=datamodule, weights_only=weights_only)  # fmt: skip
-        with self._stage("validate", bound):
-            return super().validate(**_loading(bound))
+        return self._evaluation("validate", "val_dataloaders", val_dataloaders, bound)
 
     def test(
         self,
@@ -223,12 +220,16 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         test_dataloaders: Any = None,
     ) -> Any:
         """Lightning's ``test``; 1.x's ``test_dataloaders=`` is its ``dataloaders``."""
-        loaders = _renamed("test", "test_dataloaders", test_dataloaders, "dataloaders",
-                           dataloaders)  # fmt: skip
-        bound = dict(model=model, dataloaders=loaders, ckpt_path=ckpt_path, verbose=verbose,
+        bound = dict(model=model, dataloaders=dataloaders, ckpt_path=ckpt_path, verbose=verbose,
                      datamodule=datamodule, weights_only=weights_only)  # fmt: skip
-        with self._stage("test", bound):
-            return super().test(**_loading(bound))
+        return self._evaluation("test", "test_dataloaders", test_dataloaders, bound)
+
+    def _evaluation(self, stage: str, old: str, loaders: Any, bound: dict[str, Any]) -> Any:
+        """``validate`` / ``test``: the loaders given by their 1.x keyword ``old`` renamed, then
+        Lightning's stage."""
+        bound["dataloaders"] = _renamed(stage, old, loaders, "dataloaders", bound["dataloaders"])
+        with self._stage(stage, bound):
+            return getattr(super(), stage)(**_loading(bound))
 
     def predict(
         self,
