@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.ranks.scratch import PREFIX, sweep_stale_dirs
+from ddpkit._runtime.ranks._scratch import PREFIX, sweep_stale_dirs
 from ddpkit.testing.warm import WarmStart
 from ddpkit.testing.worker import ForkRequest
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")
 

@@ -16,7 +16,7 @@ import pytest
 from ddpkit.testing import fresh_state
 from ddpkit.testing.warm import WarmStart
 from ddpkit.testing.worker import ForkRequest
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 pytest.importorskip("scipy")
 pytest.importorskip("sklearn")

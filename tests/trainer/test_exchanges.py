@@ -17,7 +17,7 @@ import ddpkit
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks.checkpoint_plan import Plan
 from ddpkit.testing.distributed import DistInfo
-from ddpkit.utilities import rng
+from ddpkit.utilities import _rng as rng
 
 
 class Box:

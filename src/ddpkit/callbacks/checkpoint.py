@@ -29,8 +29,8 @@ from ddpkit.callbacks.checkpoint_plan import (
     link,
 )
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.utilities.files import atomic_write, sweep_partials
-from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from ddpkit.utilities._files import atomic_write, sweep_partials
+from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["ModelCheckpoint", "format_checkpoint_name"]
 

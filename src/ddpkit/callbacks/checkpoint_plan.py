@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._files import atomic_write
 from ddpkit.utilities._paths import refuse_nul
-from ddpkit.utilities.files import atomic_write
-from ddpkit.utilities.rank_zero import log_info
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import log_info
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = [
     "CheckpointPlanner",

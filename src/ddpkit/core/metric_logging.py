@@ -10,7 +10,7 @@ import torch
 
 from ddpkit.core.protocols import MetricSink
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["MetricLogging", "reduce_name"]
 

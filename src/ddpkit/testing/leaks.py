@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ddpkit.ranks.names import ENV_PARENT_PID
-from ddpkit.utilities import procs
+from ddpkit._runtime.ranks._names import ENV_PARENT_PID
+from ddpkit.utilities import _procs as procs
 
 __all__ = [
     "ChildSnapshot",

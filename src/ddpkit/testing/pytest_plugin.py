@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.pytest_session import remember_isolated_test
+from ddpkit._runtime.launch._pytest_session import remember_isolated_test
 from ddpkit.testing import distributed, folding, fresh_state, leaks, runner, session_fork
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec

@@ -45,8 +45,8 @@ from typing import Any, NoReturn
 import pytest
 
 from ddpkit._runtime.process.proc import ForkedChild
-from ddpkit.ranks.lifeline import die_with_parent
-from ddpkit.ranks.scratch import make_private_dir
+from ddpkit._runtime.ranks._lifeline import die_with_parent
+from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit.testing import import_readers, leaks
 from ddpkit.testing.preload import ReadEnviron, fork_hazard, native_threads
 from ddpkit.testing.worker import (

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.proc import Proc, Rank, start_popen
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit.errors import RankFailure
-from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 __all__ = [
     "Job",

@@ -39,14 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ddpkit.ranks.lifeline import die_with_parent
-from ddpkit.ranks.names import (
+from ddpkit._runtime.ranks._lifeline import die_with_parent
+from ddpkit._runtime.ranks._names import (
     ENV_ISOLATED_TEST,
     ENV_TESTING_DIR,
     ENV_TESTING_LOG,
     ENV_TESTING_PARENT,
 )
-from ddpkit.ranks.scratch import write_private
+from ddpkit._runtime.ranks._scratch import write_private
 from ddpkit.testing import import_readers
 from ddpkit.testing.fresh_state import fresh_process_state
 

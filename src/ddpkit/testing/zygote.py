@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit._runtime.process.proc import Proc
-from ddpkit.ranks.lifeline import preexec_for_rank
-from ddpkit.ranks.names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
-from ddpkit.ranks.scratch import make_private_dir
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
+from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit.testing.supervise import tail
 from ddpkit.testing.worker import ForkRequest
 from ddpkit.testing.zygote_server import MAX_MESSAGE

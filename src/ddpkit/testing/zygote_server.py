@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ddpkit.ranks.names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
+from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit.testing.preload import Preloaded, preload
 from ddpkit.testing.worker import (
     PER_TEST_PREFIXES,

@@ -22,7 +22,7 @@ from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = ["evaluate", "log_epoch_row", "predict", "to_cpu", "warn_legacy_hook"]
 

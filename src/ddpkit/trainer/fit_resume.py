@@ -9,7 +9,7 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer._lightning_loops import restart_stage
 from ddpkit.trainer.checkpoint import restore_training
 from ddpkit.trainer.context import StageContext
-from ddpkit.utilities.rank_zero import rank_zero_info
+from ddpkit.utilities._rank_zero import rank_zero_info
 
 __all__ = ["check_automatic_optimization", "resume_fit"]
 

@@ -19,15 +19,15 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from ddpkit._runtime.ranks._protocol import skip_stage
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit._runtime.restart.in_process import InProcessAttempts
 from ddpkit._runtime.restart.resume import Resume
 from ddpkit.callbacks.dispatch import merge_callbacks, module_hook
 from ddpkit.core.module import Module
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
+from ddpkit.loggers._csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.ranks.protocol import skip_stage
 from ddpkit.trainer._fit_port import LoopFit
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
 from ddpkit.trainer.config import LoopConfig
@@ -41,8 +41,8 @@ from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
-from ddpkit.utilities import rng
-from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from ddpkit.utilities import _rng as rng
+from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["StageRequest", "run_stage"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["check_folders", "folders_of"]
 

@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import torch
 
-from ddpkit.accelerators.base import Accelerator
+from ddpkit.accelerators._base import Accelerator
 from ddpkit.connector import AcceleratorConnector
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.environments._base import ClusterEnvironment
+from ddpkit.plugins.precision._base import PrecisionPlugin
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.state import LoopState
 

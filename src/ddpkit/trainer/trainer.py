@@ -12,16 +12,16 @@ from torch import nn
 from ddpkit._lightning_surface import LightningCounterpart, ReadOnlySettings, check_defined
 from ddpkit._runtime.restart.checks import check_restarts
 from ddpkit._runtime.restart.resume import rng_states
-from ddpkit.accelerators.base import Accelerator
+from ddpkit.accelerators._base import Accelerator
 from ddpkit.callbacks.checkpoint import ModelCheckpoint
 from ddpkit.callbacks.dispatch import merge_callbacks
 from ddpkit.callbacks.summary import ModelSummary
 from ddpkit.callbacks.timer import Timer
 from ddpkit.connector import AcceleratorConnector, Flags
-from ddpkit.connector.flags import DEVICE_FLAGS
+from ddpkit.connector._flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
-from ddpkit.loggers.csv import CSVLogger
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.loggers._csv import CSVLogger
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._fit_port import KeptCheckpoint
 from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
@@ -32,8 +32,8 @@ from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
 from ddpkit.trainer.results_table import print_results
 from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
-from ddpkit.utilities.rank_zero import rank_zero_info
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import rank_zero_info
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["Trainer"]
 

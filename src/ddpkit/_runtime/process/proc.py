@@ -124,8 +124,8 @@ def start_popen(
     new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``command``: stdin from /dev/null, output to ``log`` (None: this process's),
-    ``preexec`` between fork and exec (:func:`ddpkit.ranks.lifeline.preexec_for_rank`: its own
-    group and death with its parent). ``OSError`` when it cannot start."""
+    ``preexec`` between fork and exec (:func:`ddpkit._runtime.ranks._lifeline.preexec_for_rank`:
+    its own group and death with its parent). ``OSError`` when it cannot start."""
     with open(log, "ab") if log is not None else contextlib.nullcontext() as out:
         return subprocess.Popen(
             list(command),
