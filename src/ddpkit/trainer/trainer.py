@@ -22,13 +22,13 @@ from ddpkit.connector.flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger
 from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.trainer._evaluation import print_results
 from ddpkit.trainer._fit_port import KeptCheckpoint
+from ddpkit.trainer._loop import StageRequest, run_stage
 from ddpkit.trainer._properties import TrainerProperties
+from ddpkit.trainer._stage import check_folders, check_model, folders_of, split_datamodule
 from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
-from ddpkit.trainer.evaluation import print_results
-from ddpkit.trainer.loop import StageRequest, run_stage
-from ddpkit.trainer.stage import check_folders, check_model, folders_of, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.utilities.rank_zero import rank_zero_info
 from ddpkit.utilities.reprs import safe_repr

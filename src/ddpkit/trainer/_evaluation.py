@@ -32,16 +32,6 @@ from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
 from ddpkit.utilities.rank_zero import rank_zero_warn
 
-__all__ = [
-    "evaluate",
-    "format_results",
-    "log_epoch_row",
-    "predict",
-    "print_results",
-    "to_cpu",
-    "warn_legacy_hook",
-]
-
 _NAMES = {"validate": "validation", "test": "test", "predict": "predict"}
 
 

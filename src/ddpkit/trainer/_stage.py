@@ -18,15 +18,6 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.data import loader_hook, one_loader
 from ddpkit.utilities.reprs import safe_repr
 
-__all__ = [
-    "check_folders",
-    "check_model",
-    "folders_of",
-    "is_datamodule",
-    "is_lightning_module",
-    "split_datamodule",
-]
-
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning.pytorch", "lightning")
 _LOADER_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
 

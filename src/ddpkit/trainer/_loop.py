@@ -32,13 +32,13 @@ from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers.csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.protocol import skip_stage
+from ddpkit.trainer._evaluation import evaluate, predict
 from ddpkit.trainer._fit_port import LoopFit
 from ddpkit.trainer._lightning_loops import restart_stage
 from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import TrainLoader, find_loader, loader_hook, num_batches
-from ddpkit.trainer.evaluation import evaluate, predict
 from ddpkit.trainer.optim import check_automatic, parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
@@ -46,8 +46,6 @@ from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
 from ddpkit.utilities import rng
 from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
-
-__all__ = ["StageRequest", "run_stage"]
 
 
 @dataclass
