@@ -21,8 +21,8 @@ from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.precision._base import PrecisionPlugin
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
+from ddpkit.trainer._evaluation import warn_legacy_hook
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.evaluation import warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.utilities._rank_zero import rank_zero_warn
 

@@ -4,6 +4,11 @@ An evaluation epoch: ``on_{stage}_model_eval``, ``on_{stage}_start``, ``on_{stag
 per batch ``on_{stage}_batch_start`` / the step / ``on_{stage}_batch_end``, then
 ``on_{stage}_epoch_end``, the epoch's metrics to the loggers, ``on_{stage}_end`` and
 ``on_{stage}_model_train``. The sanity check runs the same epoch with logging off.
+
+``trainer.validate()`` and ``trainer.test()`` then print the results table (``verbose=True``),
+in Lightning's plain layout (``pytorch_lightning.loops.evaluation_loop._print_results`` without
+rich): a rule, ``Test metric`` and ``DataLoader 0`` centred in columns, a rule, one row a metric
+in name order, a rule.
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import os
 import pickle
 import re
-from collections.abc import Callable
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -23,8 +31,6 @@ from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import num_batches
 from ddpkit.utilities._rank_zero import rank_zero_warn
-
-__all__ = ["evaluate", "log_epoch_row", "predict", "to_cpu", "warn_legacy_hook"]
 
 _NAMES = {"validate": "validation", "test": "test", "predict": "predict"}
 
@@ -280,3 +286,53 @@ def to_cpu(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(to_cpu(v) for v in value)
     return value
+
+
+# -- the results table ------------------------------------------------------------------------
+
+
+def _bar_character() -> str:
+    encoding = sys.stdout.encoding
+    try:
+        if encoding is not None:
+            "─".encode(encoding)
+    except UnicodeEncodeError:
+        return "-"
+    return "─"
+
+
+def format_results(results: Sequence[Mapping[str, Any]], stage: str) -> str | None:
+    """The table's lines for ``results`` (one dict a loader), or None with nothing to show."""
+    names = sorted({name for result in results for name in result})
+    if not names:
+        return None
+    headers = [f"DataLoader {i}" for i in range(len(results))]
+    term_size = shutil.get_terminal_size(fallback=(120, 30)).columns or 120
+    width = int(min(max(len(max(names, key=len)), len(max(headers, key=len)), 25), term_size / 2))
+    rows = [[f"{result[name]}" if name in result else " " for result in results] for name in names]
+    columns = max(1, int((term_size - width) / width))
+    bar = _bar_character() * term_size
+    half = int(term_size / 2)
+    lines: list[str] = []
+    for start in range(0, len(headers), columns):
+        table_headers = [f"{stage} Metric".capitalize(), *headers[start : start + columns]]
+        row_format = f"{{:^{width}}}" * len(table_headers)
+        lines += [bar, row_format.format(*table_headers).rstrip(), bar]
+        for name, row in zip(names, rows, strict=True):
+            cells = row[start : start + columns]
+            if len(name) <= half:
+                lines.append(row_format.format(name, *cells).rstrip())
+                continue
+            metric = name  # a long name wraps over several lines, as Lightning wraps it
+            while len(metric) > half:
+                lines.append(row_format.format(metric[:half], *cells).rstrip())
+                metric = metric[half:]
+            lines.append(row_format.format(metric, *[" "] * len(cells)).rstrip())
+        lines.append(bar)
+    return os.linesep.join(lines)
+
+
+def print_results(results: Sequence[Mapping[str, Any]], stage: str) -> None:
+    text = format_results(results, stage)
+    if text is not None:
+        print(text)

@@ -6,13 +6,17 @@ loggers told the rank and version; ``prepare_data`` (one process per node, the o
 weights and callback states; the module on its device; then for ``fit``:
 ``configure_optimizers``, ``on_fit_start``, the hyperparameters to the loggers, the training
 state, the sanity check, the epochs, ``on_fit_end``. Last, ``teardown`` and the loggers'
-``finalize``. An exception calls ``on_exception`` on every callback first.
+``finalize``. An exception calls ``on_exception`` on every callback first. While it runs, the
+stage holds the process-wide torch settings it asks for (``deterministic``, ``benchmark``) and
+gives them back afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,14 +32,13 @@ from ddpkit.core.module import Module
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers._csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.trainer._evaluation import evaluate, predict
 from ddpkit.trainer._fit_port import LoopFit
-from ddpkit.trainer.checkpoint import load_checkpoint, restore_model
+from ddpkit.trainer._lightning_loops import restart_stage
+from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import TrainLoader, find_loader, loader_hook, num_batches
-from ddpkit.trainer.evaluation import evaluate, predict
-from ddpkit.trainer.fit_resume import check_automatic_optimization, resume_fit
-from ddpkit.trainer.global_switches import benchmark, deterministic
 from ddpkit.trainer.optim import check_automatic, parse_optimizers
 from ddpkit.trainer.optimization import StepModule
 from ddpkit.trainer.progress import ProgressBar
@@ -43,8 +46,6 @@ from ddpkit.trainer.state import LoopState, StageOutput
 from ddpkit.trainer.training import FitLoop
 from ddpkit.utilities import _rng as rng
 from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
-
-__all__ = ["StageRequest", "run_stage"]
 
 
 @dataclass
@@ -83,8 +84,8 @@ def _stage(
     plugin = trainer.strategy
     with (
         plugin.running(),
-        deterministic(config.deterministic, plugin.root_device),
-        benchmark(config),
+        _deterministic(config.deterministic, plugin.root_device),
+        _benchmark(config),
     ):
         ctx = _begin(trainer, state, config, request)
         try:
@@ -101,6 +102,46 @@ def _stage(
             raise
         _teardown(ctx, request.fn)
         return _output(ctx, request, result)
+
+
+@contextlib.contextmanager
+def _deterministic(enabled: bool | str, device: torch.device) -> Iterator[None]:
+    """``Trainer(deterministic=True)`` (or "warn"): deterministic algorithms for the stage, then
+    the process's own setting again (it is global state; a later stage or test must not inherit
+    it). cuBLAS is deterministic only with a fixed workspace, so a CUDA stage also sets
+    ``CUBLAS_WORKSPACE_CONFIG`` unless the user did."""
+    if not enabled:
+        yield
+        return
+    previous = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    set_cublas = device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    if set_cublas:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    torch.use_deterministic_algorithms(True, warn_only=enabled == "warn")
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous, warn_only=warn_only)
+        if set_cublas:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
+@contextlib.contextmanager
+def _benchmark(config: LoopConfig) -> Iterator[None]:
+    """``Trainer(benchmark=...)``: cuDNN's autotuner for the stage (off when deterministic)."""
+    wanted = config.benchmark
+    if wanted is None and config.deterministic:
+        wanted = False
+    if wanted is None:
+        yield
+        return
+    previous = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = wanted
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = previous
 
 
 def _begin(
@@ -220,7 +261,7 @@ def _require(loader: Any, fn: str) -> None:
 def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epochs: Any) -> None:
     """``before_epochs``: called just before the first epoch (a restart's RNG states)."""
     state, config, model = ctx.state, ctx.config, ctx.model
-    check_automatic_optimization(model)
+    _check_automatic_optimization(model)
     # 1.x: a training type may ask for the optimizers after the model is wrapped
     # (``setup_optimizers_in_pre_dispatch``), so on_fit_start runs before they exist.
     late = bool(getattr(ctx.plugin, "setup_optimizers_in_pre_dispatch", False))
@@ -243,7 +284,7 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     start_epoch = state.epochs_completed
     state.restarting = state.restarted_mid_epoch = False
     if checkpoint is not None:
-        start_epoch = resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
+        start_epoch = _resume_fit(ctx, state.ckpt_path, checkpoint, optimizers, schedulers)
 
     def val_loader() -> Any:
         found = find_loader("validate", request.loaders[1], state.datamodule, model)
@@ -274,6 +315,48 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
     ctx.dispatch.call("on_fit_end")
     _warn_if_no_step_rows(ctx)
     state.progress.fit_end(ctx.trainer)
+
+
+def _check_automatic_optimization(model: Any) -> None:
+    """ddpkit's loop optimizes automatically; a module that asks otherwise is refused."""
+    if not getattr(model, "automatic_optimization", True):
+        raise MisconfigurationError(
+            f"{type(model).__name__}.automatic_optimization = False: ddpkit's loop runs "
+            f"automatic optimization only. Fix: subclass pytorch_lightning.LightningModule and "
+            f"train it with ddpkit.lightning.Trainer (manual optimization), or leave it True."
+        )
+
+
+def _resume_fit(
+    ctx: StageContext,
+    ckpt_path: Any,
+    checkpoint: dict[str, Any],
+    optimizers: list[Any],
+    schedulers: list[Any],
+) -> int:
+    """What ``fit`` does with the checkpoint it resumes from, before its first epoch: the
+    training state restored, Lightning's check that the checkpoint is not past ``max_epochs``,
+    its INFO line; the epoch the loop starts at."""
+    state, config = ctx.state, ctx.config
+    start_epoch = restore_training(checkpoint, state, optimizers, schedulers, ctx.precision)
+    state.restarting, state.restarted_mid_epoch, one_more = restart_stage(
+        checkpoint, config.max_steps
+    )
+    state.batches_stepped += one_more  # (Lightning's: the step row the batch writes)
+    if "loops" in checkpoint:
+        # Lightning's: until training goes on, the epoch is the one that wrote the checkpoint
+        # (its sanity check runs in it); the loop then starts at start_epoch.
+        state.current_epoch = int(checkpoint.get("epoch", start_epoch))
+    if 0 <= config.max_epochs < state.current_epoch:
+        raise MisconfigurationError(
+            f"Trainer(max_epochs={config.max_epochs}).fit(ckpt_path={ckpt_path!r}): "
+            f"You restored a checkpoint with current_epoch={state.current_epoch}, but you have "
+            f"set Trainer(max_epochs={config.max_epochs}) (Lightning's check). Fix: "
+            f"Trainer(max_epochs={state.current_epoch + 1}) or more, or another checkpoint."
+        )
+    if ctx.plugin.is_global_zero:
+        rank_zero_info(f"Restored all states from the checkpoint at {ckpt_path}")
+    return start_epoch
 
 
 def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:

@@ -1,8 +1,13 @@
 """What ``fit`` / ``validate`` / ``test`` / ``predict`` check before any rank starts: the module,
-and where the data comes from."""
+where the data comes from, and what only the file system can tell: that every folder the stage
+will write into (checkpoints, logs) can be made and written — else an error now, not after an
+epoch's work with nothing saved."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from torch import nn
@@ -11,8 +16,7 @@ from torch.utils.data import DataLoader
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.data import loader_hook, one_loader
-
-__all__ = ["check_model", "is_datamodule", "is_lightning_module", "split_datamodule"]
+from ddpkit.utilities._reprs import safe_repr
 
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning.pytorch", "lightning")
 _LOADER_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
@@ -97,3 +101,48 @@ def split_datamodule(
             f"datamodule=..., or implement {hook}() on the module."
         )
     return (first, second), datamodule
+
+
+def folders_of(
+    trainer: Any, fn: str, callbacks: Iterable[Any], loggers: Iterable[Any]
+) -> list[tuple[str, str]]:
+    """``(who, folder)`` for every folder the stage writes into: the loggers' (every stage) and
+    the checkpoint callbacks' (``fit``)."""
+    found: list[tuple[str, str]] = []
+    for logger in loggers:
+        folders = getattr(logger, "folders_to_write", None)
+        if callable(folders):
+            save_dir = safe_repr(getattr(logger, "save_dir", None))
+            who = f"{type(logger).__name__}(save_dir={save_dir})"
+            found += [(who, f) for f in folders()]
+    if fn == "fit" and not trainer.fast_dev_run:  # fast_dev_run saves no checkpoint
+        for callback in callbacks:
+            folders = getattr(callback, "folders_to_write", None)
+            if callable(folders):
+                given = getattr(callback, "dirpath", None)
+                shown = f"dirpath={safe_repr(given)}" if given is not None else ""
+                found += [(f"{type(callback).__name__}({shown})", f) for f in folders(trainer)]
+    return found
+
+
+def check_folders(fn: str, folders: Iterable[tuple[str, str]]) -> None:
+    """Each folder exists as a folder or can be created, in a place this process may write.
+    Reading only (``os.access`` on the nearest folder that exists): nothing is created here, so
+    any process may run it."""
+    for who, folder in folders:
+        path = Path(folder).expanduser().absolute()
+        existing = path
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise MisconfigurationError(
+                f"Trainer.{fn}: {who} writes into {str(path)!r}, but {str(existing)!r} is a file, "
+                f"so that folder cannot exist. Fix: point it at a folder (or move the file)."
+            )
+        if not os.access(existing, os.W_OK | os.X_OK):
+            what = "that folder" if existing == path else f"{str(existing)!r}, where it would go,"
+            raise MisconfigurationError(
+                f"Trainer.{fn}: {who} writes into {str(path)!r}, but {what} is not writable by "
+                f"this process (uid {getattr(os, 'geteuid', lambda: '?')()}). Fix: point it at "
+                f"a folder you can write to, or change the folder's permissions."
+            )
