@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ddpkit.ranks.scratch import PREFIX, sweep_stale_dirs
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.warm import WarmStart
 from ddpkit.utilities import procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import fresh_state
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest
+from ddpkit.testing._warm_start import fresh_state
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.warm import WarmStart
 from ddpkit.utilities import procs
 
 pytest.importorskip("scipy")
