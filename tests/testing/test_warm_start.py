@@ -217,7 +217,11 @@ def test_an_unsafe_import_is_left_out_and_per_test_variables_are_read_by_each_te
     (tmp_path / "test_probe.py").write_text(
         textwrap.dedent(PROBE.format(out=str(tmp_path / "probe.out")))
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "MY_SETTING": "first"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+        "MY_SETTING": "first",
+    }
     said: list[str] = []
     warm = WarmStart(tmp_path, said.append)
     try:

@@ -145,7 +145,10 @@ def test_the_zygote_preloads_scipy_and_still_leaves_out_an_import_that_starts_a_
     (tmp_path / "sizes_a_pool.py").write_text(SIZES_A_POOL)
     out = tmp_path / "out.jsonl"
     (tmp_path / "test_probe.py").write_text(textwrap.dedent(PROBE.format(out=str(out))))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+    }
     said: list[str] = []
     warm = WarmStart(tmp_path, said.append)
     try:
