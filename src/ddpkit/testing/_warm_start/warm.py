@@ -1,14 +1,8 @@
 """The session's warm start: which zygote a test's processes are forked from, or why they start
-as fresh interpreters.
-
-The first choice is the parent pytest itself, forked right after collection
-(:mod:`~ddpkit.testing._warm_start.session_fork`): nothing to import, its forks run the collected
-item. Where that cannot be (one line says why), or in a pytest-xdist worker (its threads make a
-fork unsafe), the zygote is a fresh interpreter, started as soon as collection meets a test file
-that marks a test standalone or distributed (it imports torch and pytest while the collection
-goes on), and told after collection what the test modules imported
-(:func:`~ddpkit.testing._warm_start.preload.candidates`). Either is kept until the session ends,
-and ended at once when no isolated test was collected. Before each isolated test:
+as fresh interpreters. The two kinds of zygote, the session forked after collection and a fresh
+interpreter that preloads, are :mod:`ddpkit.testing._warm_start`'s story; either is kept until
+the session ends, and ended at once when no isolated test was collected. Before each isolated
+test:
 
 - a test that asks for a fresh interpreter (``fresh_interpreter=True``, ``--ddpkit-fresh-
   interpreter``, ``ddpkit_fresh_interpreter = true``) gets one;
