@@ -104,7 +104,7 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
     # Every rank of a distributed test is on this machine: gloo's connections on loopback, as
     # DDPPlugin makes them (else gloo listens on the address the host name resolves to).
     from ddpkit.plugins.training_type._process_group import gloo_on_loopback, import_dynamo_first
-    from ddpkit.testing.worker import ends_without_finalizing
+    from ddpkit.testing._warm_start import ends_without_finalizing
 
     if not ends_without_finalizing():
         # A fresh interpreter finalizes at its end, where a gloo thread that a test body's DDP

@@ -37,7 +37,7 @@ _INTERPRETER_HELPERS = (
     "multiprocessing.resource_tracker",
     "multiprocessing.forkserver",
     "multiprocessing.semaphore_tracker",
-    "ddpkit.testing.zygote",
+    "ddpkit.testing._warm_start.zygote",
 )
 
 

@@ -4,9 +4,9 @@ process forked from a zygote that imported them gets the values its own import w
 A fork holds what the zygote's imports computed from the zygote's environment. For a variable
 that is the same in every test process that is what a fresh interpreter computes too; for one
 that differs from rank to rank (``RANK``, ``LOCAL_RANK``, ...) it is not, and such a module is
-left to each test (:mod:`ddpkit.testing.preload`), or keeps the session from forking itself
-(:mod:`ddpkit.testing.session_fork`) — which costs every Lightning user's suite the warm start,
-since Lightning's stack reads both at import, for one value each:
+left to each test (:mod:`~ddpkit.testing._warm_start.preload`), or keeps the session from
+forking itself (:mod:`~ddpkit.testing._warm_start.session_fork`) — which costs every Lightning
+user's suite the warm start, since Lightning's stack reads both at import, for one value each:
 
 - ``lightning_fabric.utilities.rank_zero`` (also ``lightning.fabric.utilities.rank_zero`` in the
   unified ``lightning`` package; ``pytorch_lightning.utilities.rank_zero`` re-exports it) sets
@@ -35,17 +35,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-
-__all__ = [
-    "Held",
-    "ImportReader",
-    "KNOWN",
-    "forget",
-    "held",
-    "is_known_read",
-    "reader_of",
-    "recompute",
-]
 
 
 def _lightning_rank(module: Any) -> int:
@@ -92,8 +81,8 @@ _PASSING = frozenset(
         "collections.abc",
         "_collections_abc",
         __name__,
-        "ddpkit.testing.preload",
-        "ddpkit.testing.session_fork",
+        "ddpkit.testing._warm_start.preload",
+        "ddpkit.testing._warm_start.session_fork",
     }
 )
 

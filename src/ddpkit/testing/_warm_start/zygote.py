@@ -4,14 +4,14 @@ import) once per pytest session and forks one clean process per rank per test.
 ::
 
     parent pytest                                   zygote (python -c BOOT)
-      Zygote.start(names, env)   --- starts --->     preloads (ddpkit.testing.preload), checks
+      Zygote.start(names, env)   --- starts --->     preloads (preload.py), checks
                                                      that a fork is safe, gc.freeze()
                                  <--- ready -----    what it preloaded, left, read, or why a
                                                      fork is unsafe
       zygote.extend(names)       --- preload --->    the same, for more modules
                                  <--- ready -----
       zygote.fork(ForkRequest)   --- request --->    fork(): the child runs the test
-                (+ descriptors)                      (ddpkit.testing.worker.run_forked)
+                (+ descriptors)                      (forked.run_forked)
                                  <--- started ---    its pid
                                  <--- exit ------    its exit status, once it is reaped
       zygote.close()             --- EOF ------->    SIGKILL to what still runs, exit
@@ -44,21 +44,16 @@ from ddpkit._runtime.process.proc import Proc
 from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit._runtime.ranks._scratch import make_private_dir
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE
 from ddpkit.testing.supervise import tail
-from ddpkit.testing.worker import ForkRequest
-from ddpkit.testing.zygote_server import MAX_MESSAGE
 
-__all__ = ["BOOT", "ForkedProcess", "Zygote", "ZygoteError", "ZygoteInfo", "ZygoteProcess"]
-
-ENV_FD = ENV_ZYGOTE_FD
-ENV_PRELOAD = ENV_ZYGOTE_PRELOAD
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
-#: OpenBLAS's thread pools before its first import (:mod:`ddpkit.testing.fresh_state`).
+#: OpenBLAS's thread pools before its first import (:mod:`fresh_state`).
 BOOT = (
-    "import ddpkit.testing.fresh_state as fresh; fresh.hold(); "
-    "import ddpkit.testing.zygote_server as server; server.main()"
+    "import ddpkit.testing._warm_start.fresh_state as fresh; fresh.hold(); "
+    "import ddpkit.testing._warm_start.zygote_server as server; server.main()"
 )
-_MAX_MESSAGE = MAX_MESSAGE
 
 
 def _dies_with_this_process() -> Callable[[], None]:
@@ -92,7 +87,7 @@ class ZygoteInfo:
 
 class ZygoteProcess(Proc, Protocol):
     """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
-    or a fork of the parent itself (:mod:`ddpkit.testing.session_fork`)."""
+    or a fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`)."""
 
     def wait(self, timeout: float | None = None) -> int: ...
 
@@ -158,11 +153,11 @@ class Zygote:
         directory = make_private_dir()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _MAX_MESSAGE)
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_MESSAGE)
             (directory / "preload.json").write_text(json.dumps(list(names)))
             child_env = dict(env)
-            child_env[ENV_FD] = str(theirs.fileno())
-            child_env[ENV_PRELOAD] = str(directory / "preload.json")
+            child_env[ENV_ZYGOTE_FD] = str(theirs.fileno())
+            child_env[ENV_ZYGOTE_PRELOAD] = str(directory / "preload.json")
             # The death signal follows the thread that started the process: from any thread
             # but the main one it would end the zygote with that thread.
             on_main = threading.current_thread() is threading.main_thread()
@@ -226,7 +221,7 @@ class Zygote:
                 readable, _, _ = select.select([self.sock], [], [], wait)
                 if not readable:
                     return
-                raw = self.sock.recv(_MAX_MESSAGE)
+                raw = self.sock.recv(MAX_MESSAGE)
             except OSError:
                 raw = b""
             if not raw:

@@ -6,8 +6,9 @@ numpy's and scipy's wheels each bundle an OpenBLAS whose pthreads pool starts wh
 loads: a thread per CPU but one, sized from the environment of that moment. A zygote that
 imported scipy (scikit-learn and torchmetrics import it; so does Lightning, through
 torchmetrics) would hold those threads, and the preload check counts them as what they
-are to it, a native thread started at import (:func:`ddpkit.testing.preload.fork_hazard`): the
-warm start would leave scipy, torchmetrics and Lightning to each test.
+are to it, a native thread started at import
+(:func:`~ddpkit.testing._warm_start.preload.fork_hazard`): the warm start would leave scipy,
+torchmetrics and Lightning to each test.
 
 So a process that will be forked from **holds** the pools (:func:`hold`) before those imports:
 the fresh-interpreter zygote from its first line, the parent pytest from the plugin's import
@@ -40,17 +41,6 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from typing import Any
-
-__all__ = [
-    "HELD_VARIABLE",
-    "POOL_VARIABLES",
-    "can_hold",
-    "fresh_pool_size",
-    "fresh_process_state",
-    "hint",
-    "hold",
-    "release",
-]
 
 #: The variable held at 1 in a zygote's C environment (OpenBLAS reads it first).
 HELD_VARIABLE = "OPENBLAS_NUM_THREADS"

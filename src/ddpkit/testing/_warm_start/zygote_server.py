@@ -2,10 +2,10 @@
 reports; and the zygote process that ``python -c BOOT`` starts (:func:`main`).
 
 A zygote is either that fresh interpreter, which imports what the parent asked for
-(:mod:`ddpkit.testing.preload`) and forks ranks that each run ``pytest <node id>``, or a fork
-of the parent pytest itself after collection (:mod:`ddpkit.testing.session_fork`), whose ranks
-run the collected item. Both speak the protocol of :mod:`ddpkit.testing.zygote` through
-:class:`Server`.
+(:mod:`~ddpkit.testing._warm_start.preload`) and forks ranks that each run ``pytest <node id>``,
+or a fork of the parent pytest itself after collection
+(:mod:`~ddpkit.testing._warm_start.session_fork`), whose ranks run the collected item. Both
+speak the protocol of :mod:`~ddpkit.testing._warm_start.zygote` through :class:`Server`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
-from ddpkit.testing.preload import Preloaded, preload
-from ddpkit.testing.worker import (
-    PER_TEST_PREFIXES,
-    PER_TEST_VARIABLES,
-    ForkRequest,
-    run_forked,
-)
-
-__all__ = ["MAX_FDS", "MAX_MESSAGE", "Server", "main"]
+from ddpkit.testing._warm_start.forked import ForkRequest, run_forked
+from ddpkit.testing._warm_start.preload import Preloaded, preload
 
 MAX_MESSAGE = 1 << 20
 MAX_FDS = 8
@@ -59,7 +52,7 @@ class Server:
 
     def load(self, names: Sequence[str]) -> None:
         """Preload ``names`` and say what this zygote now holds (or why it cannot fork)."""
-        preload(names, PER_TEST_VARIABLES, PER_TEST_PREFIXES, into=self.result)
+        preload(names, into=self.result)
         self.ready()
 
     def ready(self, *, whole_env: bool = False) -> None:

@@ -13,7 +13,7 @@ The zygote imports them (:func:`preload`) under two guards:
   ``MASTER_PORT``, ddpkit's ``DDPKIT_*``, ...) while it is imported would keep the zygote's value
   in every rank: its import is stopped at that read and the module is left to each test, which
   imports it with its own environment — unless it is one of the readers each test's process
-  computes again (:mod:`ddpkit.testing.import_readers`: Lightning's and torchmetrics'
+  computes again (:mod:`~ddpkit.testing._warm_start.import_readers`: Lightning's and torchmetrics'
   ``rank_zero_only.rank``);
 - a module whose import starts a thread, initialises CUDA or a process group makes a fork unsafe
   (the child inherits held locks and a half-copied runtime): the zygote says so and stops.
@@ -34,23 +34,37 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ddpkit.testing import import_readers
-
-__all__ = [
-    "PerTestVariable",
-    "Preloaded",
-    "ReadEnviron",
-    "candidates",
-    "fork_hazard",
-    "native_threads",
-    "preload",
-]
+from ddpkit.testing._warm_start import import_readers
 
 # Imported first: the native threads torch's import leaves make the baseline the thread check
 # counts from. (numpy's OpenBLAS pool, which torch's import loads, starts none in a zygote that
-# holds it, ddpkit.testing.fresh_state; where nothing holds it, its pthread_atfork handler ends
-# its threads before each fork.)
+# holds it, fresh_state; where nothing holds it, its pthread_atfork handler ends its threads
+# before each fork.)
 _FIRST = ("torch", "torch.distributed")
+
+#: The variables that differ from one test process to the next: a module the zygote preloads
+#: must not read them.
+PER_TEST_VARIABLES = frozenset(
+    {
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "NODE_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "OMP_NUM_THREADS",
+        "PYTEST_CURRENT_TEST",
+        "PYTEST_DEBUG_TEMPROOT",
+    }
+)
+PER_TEST_PREFIXES = ("DDPKIT_",)
+
+
+def is_per_test(key: str) -> bool:
+    """Whether ``key`` is one of the variables that differ from one test process to the next."""
+    return key in PER_TEST_VARIABLES or key.startswith(PER_TEST_PREFIXES)
 
 
 class PerTestVariable(BaseException):
@@ -187,14 +201,12 @@ class _GuardedEnviron(ReadEnviron):
     """``os.environ`` while the zygote preloads: each read recorded, and a read of a per-test
     variable stopped."""
 
-    def __init__(self, real: Any, per_test: Collection[str], prefixes: tuple[str, ...]) -> None:
+    def __init__(self, real: Any) -> None:
         super().__init__(real)
-        self.per_test = frozenset(per_test)
-        self.prefixes = prefixes
         self.reads: set[str] = set()
 
     def read(self, key: str) -> None:
-        if key in self.per_test or key.startswith(self.prefixes):
+        if is_per_test(key):
             if import_readers.is_known_read(import_readers.reader_of(), key):
                 return  # each test's process computes its value again
             raise PerTestVariable(key)
@@ -214,17 +226,12 @@ def _forget_broken(before: Collection[str]) -> None:
         del sys.modules[name]
 
 
-def preload(
-    names: Iterable[str],
-    per_test: Collection[str],
-    per_test_prefixes: tuple[str, ...],
-    into: Preloaded | None = None,
-) -> Preloaded:
+def preload(names: Iterable[str], into: Preloaded | None = None) -> Preloaded:
     """Import ``names`` in order under the guards of the module docstring; stop at the first
     import that makes a fork unsafe. ``into``: add to what an earlier call preloaded."""
     result = Preloaded() if into is None else into
     real = os.environ
-    guarded = _GuardedEnviron(real, per_test, per_test_prefixes)
+    guarded = _GuardedEnviron(real)
     baseline = native_threads()
     os.environ = guarded  # noqa: B003 (the same variables, read through a guard)
     try:

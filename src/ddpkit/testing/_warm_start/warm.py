@@ -1,14 +1,8 @@
 """The session's warm start: which zygote a test's processes are forked from, or why they start
-as fresh interpreters.
-
-The first choice is the parent pytest itself, forked right after collection
-(:mod:`ddpkit.testing.session_fork`): nothing to import, its forks run the collected item.
-Where that cannot be (one line says why), or in a pytest-xdist worker (its threads make a fork
-unsafe), the zygote is a fresh interpreter, started as soon as collection meets a test file that
-marks a test standalone or distributed (it imports torch and pytest while the collection goes
-on), and told after collection what the test modules imported
-(:func:`ddpkit.testing.preload.candidates`). Either is kept until the session ends, and ended at
-once when no isolated test was collected. Before each isolated test:
+as fresh interpreters. The two kinds of zygote, the session forked after collection and a fresh
+interpreter that preloads, are :mod:`ddpkit.testing._warm_start`'s story; either is kept until
+the session ends, and ended at once when no isolated test was collected. Before each isolated
+test:
 
 - a test that asks for a fresh interpreter (``fresh_interpreter=True``, ``--ddpkit-fresh-
   interpreter``, ``ddpkit_fresh_interpreter = true``) gets one;
@@ -23,16 +17,12 @@ once when no isolated test was collected. Before each isolated test:
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from ddpkit.testing import fresh_state
-from ddpkit.testing.worker import is_per_test
-from ddpkit.testing.zygote import Zygote, ZygoteError, ZygoteInfo
-
-__all__ = ["EARLY", "WarmStart", "zygote_environment"]
+from ddpkit.testing._warm_start import fresh_state
+from ddpkit.testing._warm_start.preload import is_per_test
+from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError, ZygoteInfo
 
 #: What the zygote preloads while the collection runs.
 EARLY = ("torch", "torch.distributed", "pytest")
@@ -167,9 +157,3 @@ class WarmStart:
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
-
-
-def stderr_line(text: str) -> None:
-    """Where a pytest process without a terminal reporter (an xdist worker) says one line."""
-    sys.stderr.write(text + os.linesep)
-    sys.stderr.flush()

@@ -14,17 +14,17 @@ end when pytest ends), and nothing of it returns into the parent's session: it s
 parent closes its socket, and exits.
 
 Where a fork of the session cannot be that good, the zygote is a fresh interpreter that preloads
-instead (:mod:`ddpkit.testing.zygote_server`), one line says why (:func:`why_not`), and
-:class:`ddpkit.testing.warm.WarmStart` falls back to it: when a thread runs in the parent, CUDA
-or a process group was initialised, a conftest, test module or plugin read a per-test variable
-(``RANK``, ``LOCAL_RANK``, ``MASTER_PORT``, ``DDPKIT_*``, ...) while the session started or
-collected (a test's own session would read its own value: :func:`watch_environment`; the known
-readers of :mod:`ddpkit.testing.import_readers`, Lightning's among them, are set again in each
-test's process instead), the
-session is not the first of its process (pytester's in-process runs), or collection ran off the
-main thread; later, for a test whose environment
-differs from the parent's at the fork (a session fixture exported a variable), and after the
-session's zygote died (the parent has run tests since: it is no longer what collection left).
+instead (:mod:`~ddpkit.testing._warm_start.zygote_server`), one line says why (:func:`why_not`),
+and :class:`~ddpkit.testing._warm_start.warm.WarmStart` falls back to it: when a thread runs in
+the parent, CUDA or a process group was initialised, a conftest, test module or plugin read a
+per-test variable (``RANK``, ``LOCAL_RANK``, ``MASTER_PORT``, ``DDPKIT_*``, ...) while the
+session started or collected (a test's own session would read its own value:
+:func:`watch_environment`; the known readers of
+:mod:`~ddpkit.testing._warm_start.import_readers`, Lightning's among them, are set again in each
+test's process instead), the session is not the first of its process (pytester's in-process
+runs), or collection ran off the main thread; later, for a test whose environment differs from
+the parent's at the fork (a session fixture exported a variable), and after the session's
+zygote died (the parent has run tests since: it is no longer what collection left).
 """
 
 from __future__ import annotations
@@ -47,26 +47,17 @@ import pytest
 from ddpkit._runtime.process.proc import ForkedChild
 from ddpkit._runtime.ranks._lifeline import die_with_parent
 from ddpkit._runtime.ranks._scratch import make_private_dir
-from ddpkit.testing import import_readers, leaks
-from ddpkit.testing.preload import ReadEnviron, fork_hazard, native_threads
-from ddpkit.testing.worker import (
-    ForkRequest,
-    become_test_process,
-    exit_now,
+from ddpkit.testing import leaks
+from ddpkit.testing._warm_start import import_readers
+from ddpkit.testing._warm_start.forked import ForkRequest, become_test_process, exit_now, stdio_to
+from ddpkit.testing._warm_start.preload import (
+    ReadEnviron,
+    fork_hazard,
     is_per_test,
-    stdio_to,
+    native_threads,
 )
-from ddpkit.testing.zygote import Zygote, ZygoteError
-from ddpkit.testing.zygote_server import MAX_MESSAGE, Server
-
-__all__ = [
-    "Prepare",
-    "fork_zygote",
-    "note_configured",
-    "stop_watching",
-    "watch_environment",
-    "why_not",
-]
+from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError
+from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE, Server
 
 #: What the plugin does in a test's process before the item runs: what its ``pytest_configure``
 #: and collection hooks do in a test's own interpreter (ddpkit's child role, the timeout).
