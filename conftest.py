@@ -55,7 +55,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # anything else left in os.environ after a test is.
 # TORCHINDUCTOR_CACHE_DIR: torch exports it itself on its lazy `import torch._dynamo` (the first
 # optimizer or DDP wrap of the process), so it is torch's process-wide setting, not a test's leak.
-_IGNORED = frozenset({"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"})
+# lightning_fabric sets PYTORCH_NVML_BASED_CUDA_CHECK at its first import in a process: the test
+# that happens to import Lightning first is not leaking it.
+_IGNORED = frozenset(
+    {"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR", "PYTORCH_NVML_BASED_CUDA_CHECK"}
+)
 
 
 @pytest.fixture(autouse=True)

@@ -143,6 +143,12 @@ def main() -> None:
     """The zygote process (``python -c BOOT``)."""
     sock = socket.socket(fileno=int(os.environ.pop(ENV_ZYGOTE_FD)))
     names = json.loads(Path(os.environ.pop(ENV_ZYGOTE_PRELOAD)).read_text())
+    # torch before the preload (its pools are held by now), as the zygote's own imports did
+    # until they became light: imported from inside the guarded preload instead, the zygote of a
+    # suite that imports scikit-learn died of SIGSEGV (tests/testing/test_warm_start_blas.py).
+    import torch
+    import torch.distributed  # noqa: F401
+
     server = Server(sock)
     server.load(names)
     request, fds, zygote = server.serve()
