@@ -47,7 +47,6 @@ from ddpkit.launchers.interrupter import StageAbort, StageInterrupter
 from ddpkit.launchers.script_watch import ChildWatch
 from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.ranks.errorfile import ErrorRecord, is_peer_loss
-from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.ranks.names import ENV_JOB_KEY, ENV_SKIP_STAGES
 from ddpkit.ranks.rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit.ranks.stall import StallReport
@@ -311,7 +310,7 @@ class ScriptJob:
 def _starter(command: list[str], env: dict[str, str]) -> Callable[[], Proc]:
     def start() -> Proc:
         try:
-            return start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
+            return start_popen(command, env)
         except OSError as err:
             raise LaunchError(
                 f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): {err}. "

@@ -4,7 +4,8 @@ what each process left.
 
 The parent supervises its processes as a launcher supervises its ranks, through the same
 :class:`~ddpkit._runtime.process.context.ProcessContext`: each process it started is one of the
-context's ranks; the first failure, the timeout or an interrupt ends the job (its ``close``), and
+context's ranks, started by the same recipe (``start_popen``: a session of its own, SIGKILL when
+the parent dies); the first failure, the timeout or an interrupt ends the job (its ``close``), and
 how ddpkit ended each process is said in the launchers' words. The parent's own part: its policy
 (a failure ends the others only after a grace period; a timeout first has each process dump its
 stacks), and the processes still running after every interpreter ended. Each process started for
@@ -14,7 +15,6 @@ Trainer, anything they start) can be found and ended, even after its parent died
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +24,6 @@ from pathlib import Path
 from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.proc import Proc, Rank, start_popen
 from ddpkit.errors import RankFailure
-from ddpkit.ranks.lifeline import preexec_for_rank
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import procs
 
@@ -167,9 +166,14 @@ class Job:
     ) -> None:
         # A session of its own (every process the test starts can be found and ended through
         # it), and SIGKILL when the parent pytest dies (killed, or ended by pytest-timeout).
-        lifeline = preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
         proc = start_popen(
-            command, env, preexec=lifeline, log=log, cwd=cwd, pass_fds=pass_fds, new_session=True
+            command,
+            env,
+            log=log,
+            cwd=cwd,
+            pass_fds=pass_fds,
+            new_session=True,
+            death_signal=signal.SIGKILL,
         )
         self.adopt(rank, proc, log)
 
