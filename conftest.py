@@ -87,7 +87,7 @@ def _no_litter_in_the_repository_root() -> Iterator[None]:
         pytest.fail(f"the test left files in the repository root: {', '.join(new)}")
 
 
-# The launchers' scratch directories (ddpkit.ranks.scratch) are removed by the launch that
+# The launchers' scratch directories (ddpkit._runtime.ranks._scratch) are removed by the launch that
 # made them, or by the next launch's sweep after a SIGKILL. A test that leaves one behind found a
 # leak. They live in the temp root, which on a shared machine other runs (CI, benchmarks) fill
 # and empty at any moment: so the session gets a temp root of its own (TMPDIR for every process a
@@ -113,7 +113,7 @@ def _session_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 def _scratch_dirs(root: Path) -> set[str]:
     # The subprocess launcher's job lives as long as the script (a second fit finds its ranks),
     # so its directory is removed when this process exits, not when the test ends.
-    job_module = sys.modules.get("ddpkit.launchers.script_job")
+    job_module = sys.modules.get("ddpkit._runtime.launch._script_job")
     job = job_module.current_job() if job_module is not None else None
     live = ""
     if job is not None and job.files is not None:

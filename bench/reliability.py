@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from fault_scripts.harness import SCRIPT, FaultRun, run_fault  # noqa: E402
 
-from ddpkit.ranks.scratch import sweep_stale_dirs  # noqa: E402
+from ddpkit._runtime.ranks._scratch import sweep_stale_dirs  # noqa: E402
 
 DOC = REPO / "docs" / "reliability.md"
 MARKERS = {

@@ -103,6 +103,9 @@ PLUGIN = ["-p", "ddpkit.testing.pytest_plugin"]
 # LOCAL_RANK), and so does every MultiProcessTestCase rank that imports the test module.
 LIGHTNING_CONFTEST = "import pytorch_lightning\n"
 LIGHTNING_IMPORT = "import pytorch_lightning\n"
+# A conftest that reads a per-test variable while the session collects keeps the session from
+# forking itself into the zygote: the warm start's other path, the fresh-interpreter zygote.
+ZYGOTE_CONFTEST = "import os\n\nos.environ.get('RANK')\n"
 
 
 def write_files(root: Path, n: int) -> None:
@@ -117,6 +120,11 @@ def write_files(root: Path, n: int) -> None:
     (lightning / "conftest.py").write_text(LIGHTNING_CONFTEST)
     (lightning / "test_dist_pl.py").write_text(DISTRIBUTED.format(n=n, body=body))
     (lightning / "test_mptc_pl.py").write_text(LIGHTNING_IMPORT + MPTC.format(n=n, body=mptc_body))
+    zygote = root / "zygote"
+    zygote.mkdir(exist_ok=True)
+    (zygote / "conftest.py").write_text(ZYGOTE_CONFTEST)
+    (zygote / "test_dist_z.py").write_text(DISTRIBUTED.format(n=n, body=body))
+    (zygote / "test_alone_z.py").write_text(STANDALONE.format(n=n))
 
 
 def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
@@ -138,6 +146,9 @@ def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
         "distributed/ddpkit, fresh interpreters": [
             [*PYTEST, *PLUGIN, "--ddpkit-fresh-interpreter", at("test_dist.py")]
         ],
+        "distributed/ddpkit, fresh-interpreter zygote": [
+            [*PYTEST, *PLUGIN, at("zygote/test_dist_z.py")]
+        ],
         "distributed/MultiProcessTestCase": [[*PYTEST, at("test_mptc.py")]],
         "distributed/python -m pytest <id> per test": [
             [*PYTEST, *PLUGIN, at("test_dist.py") + f"::test_all_reduce[{i}]"] for i in range(n)
@@ -149,6 +160,9 @@ def contenders(root: Path, n: int) -> dict[str, list[list[str]]]:
             [*PYTEST, at("lightning/test_mptc_pl.py")]
         ],
         "standalone/ddpkit": [[*PYTEST, *PLUGIN, at("test_alone.py")]],
+        "standalone/ddpkit, fresh-interpreter zygote": [
+            [*PYTEST, *PLUGIN, at("zygote/test_alone_z.py")]
+        ],
         "standalone/ddpkit, fresh interpreters": [
             [*PYTEST, *PLUGIN, "--ddpkit-fresh-interpreter", at("test_alone.py")]
         ],
@@ -278,7 +292,10 @@ def section(raw: dict[str, Any]) -> str:
         f"**standalone**: a test whose `Trainer(num_processes=2, plugins=[DDPPlugin()])` fits "
         f"a `Linear(8, 1)` for 4 steps (MultiProcessTestCase has no such test: its ranks are the "
         f"test's own processes). `python -m pytest <id> per test`: one "
-        f"session per test id, as Lightning's standalone script runs them. **distributed, "
+        f"session per test id, as Lightning's standalone script runs them. `ddpkit, "
+        f"fresh-interpreter zygote`: the same tests beside a conftest that reads RANK at "
+        f"collection, so that the session cannot fork itself and the warm start's other path "
+        f"serves them. **distributed, "
         f"Lightning imported**: the same distributed tests in a folder whose conftest imports "
         f"pytorch_lightning (a Lightning user's suite; Lightning reads RANK and LOCAL_RANK at "
         f"import), against MultiProcessTestCase with a test module that imports it too.",

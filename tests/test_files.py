@@ -1,4 +1,4 @@
-"""``ddpkit.utilities.files.atomic_write``, the one atomic write: whole or not at all, 0600 when
+"""``ddpkit.utilities._files.atomic_write``, the one atomic write: whole or not at all, 0600 when
 private, the umask's mode otherwise."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 import pytest
 
-from ddpkit.utilities.files import atomic_write
+from ddpkit.utilities._files import atomic_write
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def _partial(folder: Path, writer: str, name: str = "last.ckpt") -> Path:
 def test_the_partial_file_names_its_writer_and_a_sweep_removes_a_dead_writers(
     tmp_path: Path,
 ) -> None:
-    from ddpkit.utilities.files import _machine, _writer, sweep_partials
-    from ddpkit.utilities.procs import read_proc
+    from ddpkit.utilities._files import _machine, _writer, sweep_partials
+    from ddpkit.utilities._procs import read_proc
 
     def half(fh: BinaryIO) -> None:
         (partial,) = tmp_path.glob(".last.ckpt.*.tmp")

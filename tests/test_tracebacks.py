@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ddpkit._tracebacks import VERBOSE_VARIABLE, fold, fold_hint, library_of, verbose
 from ddpkit.errors import MisconfigurationError
-from ddpkit.tracebacks import VERBOSE_VARIABLE, fold, fold_hint, library_of, verbose
 
 
 def _user_code_through_torch() -> None:
@@ -110,7 +110,7 @@ def test_an_uncaught_error_after_a_launch_prints_folded(tmp_path: Path) -> None:
     script.write_text(
         textwrap.dedent("""
         import sys, torch
-        from ddpkit.tracebacks import install_folding_hook
+        from ddpkit._tracebacks import install_folding_hook
         if sys.argv[1] == "own":
             sys.excepthook = lambda *a: print("the user's hook", file=sys.stderr)
         install_folding_hook()

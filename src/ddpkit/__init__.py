@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
     from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
     from ddpkit.trainer.trainer import Trainer
-    from ddpkit.utilities.seed import seed_everything
+    from ddpkit.utilities._seed import seed_everything
 
 __all__ = [
     "ChildFailedError",
@@ -58,7 +58,7 @@ _HOMES = {
     "Module": "ddpkit.core.module",
     "SingleDevicePlugin": "ddpkit.plugins",
     "Trainer": "ddpkit.trainer.trainer",
-    "seed_everything": "ddpkit.utilities.seed",
+    "seed_everything": "ddpkit.utilities._seed",
 }
 
 

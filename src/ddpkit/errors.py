@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddpkit.tracebacks import fold_hint
+from ddpkit._tracebacks import fold_hint
 
 __all__ = [
     "ChildFailedError",
@@ -63,7 +63,7 @@ class DDPKitError(Exception):
     def _render_traceback_(self) -> list[str]:
         """IPython's hook (a notebook, an IPython shell): the traceback as a script's uncaught
         error prints it, library frames folded, not IPython's page of every frame's source."""
-        from ddpkit.tracebacks import fold, fold_hint, verbose
+        from ddpkit._tracebacks import fold, fold_hint, verbose
 
         if verbose():
             raise NotImplementedError  # IPython then shows its own, whole

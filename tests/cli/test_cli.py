@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ddpkit import __version__
+from ddpkit._flag_names import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS, TRAINING_TYPES
 from ddpkit.cli import main, parser
-from ddpkit.cli.explain import flags_of
-from ddpkit.spellings import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, PRECISIONS, TRAINING_TYPES
+from ddpkit.cli._explain import flags_of
 
 Run = subprocess.CompletedProcess[str]
 Capture = pytest.CaptureFixture[str]

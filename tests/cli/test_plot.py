@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit.cli import main
-from ddpkit.utilities.curves import read_metrics
+from ddpkit.utilities._curves import read_metrics
 
 image = pytest.importorskip("matplotlib.image")
 Capture = pytest.CaptureFixture[str]
@@ -153,7 +153,7 @@ def test_without_matplotlib_it_names_the_extra(
 def test_importing_ddpkit_and_its_command_imports_no_matplotlib() -> None:
     # (tqdm is no test of this: torch imports it for torch.hub.)
     code = (
-        "import sys, ddpkit, ddpkit.cli, ddpkit.utilities.curves\n"
+        "import sys, ddpkit, ddpkit.cli, ddpkit.utilities._curves\n"
         "print(sorted(m for m in ('matplotlib', 'PIL') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpkit._runtime.launch._run_job import RunSpec, rank_command, run_env
 from ddpkit.cli import main
-from ddpkit.launchers.run_job import RunSpec, rank_command, run_env
 
 Capture = pytest.CaptureFixture[str]
 CAPTURED = Path(__file__).parents[1] / "plugins" / "environments" / "torchrun_variables.json"
@@ -44,7 +44,7 @@ def test_usage_errors_name_the_numbers(
 def test_the_scripts_own_options_pass_through() -> None:
     spec = RunSpec(target="train.py", args=("--lr", "0.1", "--nproc-per-node", "9"))
     command = rank_command(spec)
-    assert command[:4] == [sys.executable, "-u", "-m", "ddpkit.ranks.run_rank"]
+    assert command[:4] == [sys.executable, "-u", "-m", "ddpkit._runtime.ranks._run_rank"]
     assert command[4:] == [str(Path("train.py").resolve()), "--lr", "0.1", "--nproc-per-node", "9"]
     assert rank_command(RunSpec(target="pkg.train", module=True))[4:] == ["-m", "pkg.train"]
 

@@ -1,12 +1,12 @@
 """The check that the live objects are what the plan says, written apart from the connector's
-own (``ddpkit.connector.build.disagreements``), so that a bug in one is caught by the other."""
+own (``ddpkit.connector._build.disagreements``), so that a bug in one is caught by the other."""
 
 from __future__ import annotations
 
 import torch
 
+from ddpkit._runtime.launch import SpawnLauncher, SubprocessLauncher
 from ddpkit.connector import AcceleratorConnector
-from ddpkit.launchers import SpawnLauncher, SubprocessLauncher
 
 _LAUNCHERS = {SubprocessLauncher: "subprocess", SpawnLauncher: "spawn", type(None): "none"}
 

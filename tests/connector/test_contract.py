@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from ddpkit import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin, Trainer
+from ddpkit._runtime.launch import SpawnLauncher, SubprocessLauncher
 from ddpkit.accelerators import CPUAccelerator, GPUAccelerator
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
-from ddpkit.launchers import SpawnLauncher, SubprocessLauncher
 from ddpkit.plugins.environments import (
     ClusterEnvironment,
     LocalEnvironment,

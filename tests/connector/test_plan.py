@@ -8,7 +8,7 @@ import pytest
 
 from ddpkit import DDPPlugin
 from ddpkit.connector import Flags, resolve
-from ddpkit.connector.devices import DeviceRequest, parse_device_spelling
+from ddpkit.connector._devices import DeviceRequest, parse_device_spelling
 from ddpkit.errors import MisconfigurationError
 from ddpkit.testing import make_probe
 

@@ -407,7 +407,7 @@ def test_an_xdist_worker_is_a_pytest_session_not_an_interactive_one(
     Trainers build as in a plain session (their fit is refused at launch, or run standalone)."""
     import types
 
-    from ddpkit.connector.probe import Probe
+    from ddpkit.connector._probe import Probe
 
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # python -c
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)

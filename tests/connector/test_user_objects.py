@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
 
 
 class Opaque:

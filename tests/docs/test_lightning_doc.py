@@ -17,7 +17,7 @@ pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not in
 from ddpkit import DDPKitWarning
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin
 from ddpkit.lightning._keywords import KEYWORDS
-from ddpkit.lightning._translate import translate
+from ddpkit.lightning._translate import translate_call
 from ddpkit.testing import make_probe
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lightning.md"
@@ -46,7 +46,7 @@ def test_device_row(call: str, lightning: str) -> None:
     kwargs: dict[str, Any] = eval(f"dict({call})", names)  # the docs are ours
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DDPKitWarning)
-        result = translate(kwargs, make_probe(gpus=2 if "gpus" in kwargs else 0))
+        result = translate_call(kwargs, make_probe(gpus=2 if "gpus" in kwargs else 0))
     assert result.devices is not None
     # The first spelling in the cell, in the quotes Python prints.
     expected = re.findall(r"`([^`]*)`", lightning)[0].replace('"', "'")

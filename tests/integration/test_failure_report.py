@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.tracebacks import fold_hint
+from ddpkit._tracebacks import fold_hint
 
 pytestmark = pytest.mark.timeout(180)
 

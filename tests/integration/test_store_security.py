@@ -18,7 +18,7 @@ import pytest
 import torch
 from fault_scripts.restarts import assert_equal_weights, restart_run
 
-from ddpkit.utilities.procs import cmdline, process_table
+from ddpkit.utilities._procs import cmdline, process_table
 
 pytestmark = pytest.mark.timeout(200)
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.utilities.procs import children
+from ddpkit.utilities._procs import children
 
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 

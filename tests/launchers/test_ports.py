@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from ddpkit.errors import LaunchError
-from ddpkit.utilities.ports import bind_free_port, listen_for_store, listen_on
+from ddpkit.utilities._ports import bind_free_port, listen_for_store, listen_on
 
 
 def test_a_free_port_on_loopback() -> None:

@@ -9,10 +9,10 @@ import types
 
 import pytest
 
+from ddpkit._runtime.launch import _pytest_session as pytest_session
+from ddpkit._runtime.launch._pytest_session import check_not_a_pytest_session, is_pytest_session
+from ddpkit._runtime.ranks._names import ENV_ISOLATED_TEST
 from ddpkit.errors import LaunchError
-from ddpkit.launchers import pytest_session
-from ddpkit.launchers.pytest_session import check_not_a_pytest_session, is_pytest_session
-from ddpkit.ranks.names import ENV_ISOLATED_TEST
 
 
 def module(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddpkit.launchers.env import rank_env
+from ddpkit._runtime.launch._env import rank_env
 
 
 def _env(base: dict[str, str]) -> dict[str, str]:

@@ -21,7 +21,7 @@ from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationErro
 from ddpkit.connector import AcceleratorConnector, Flags  # noqa: E402
 from ddpkit.lightning import DDPPlugin, DDPSpawnPlugin, Trainer  # noqa: E402
 from ddpkit.lightning._environments import ToLightning  # noqa: E402
-from ddpkit.lightning._translate import translate  # noqa: E402
+from ddpkit.lightning._translate import translate_call  # noqa: E402
 from ddpkit.plugins import LocalEnvironment  # noqa: E402
 from ddpkit.testing import make_probe  # noqa: E402
 
@@ -205,9 +205,9 @@ def test_gpu_calls_map_to_cuda_devices() -> None:
     probe = make_probe(gpus=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DDPKitWarning)
-        two = translate({"gpus": 2}, probe)
-        second = translate({"gpus": [1]}, probe)
-        ddp = translate({"accelerator": "ddp", "gpus": "0,1"}, probe)
+        two = translate_call({"gpus": 2}, probe)
+        second = translate_call({"gpus": [1]}, probe)
+        ddp = translate_call({"accelerator": "ddp", "gpus": "0,1"}, probe)
     # 1.x's DDP plugins found unused parameters by default; the legacy spellings keep that.
     assert two.devices is not None and two.devices.call == (
         "Trainer(accelerator='gpu', devices=2, strategy='ddp_spawn_find_unused_parameters_true')"
@@ -226,7 +226,9 @@ def test_gpu_calls_map_to_cuda_devices() -> None:
 def test_under_torchrun_lightning_gets_its_torchelastic_environment() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DDPKitWarning)
-        result = translate({"accelerator": "ddp_cpu", "num_processes": 2}, make_probe(env=TORCHRUN))
+        result = translate_call(
+            {"accelerator": "ddp_cpu", "num_processes": 2}, make_probe(env=TORCHRUN)
+        )
     assert result.plan is not None and result.plan.launcher.value == "external"
     assert result.devices is not None
     assert result.devices.strategy._start_method == "popen"
@@ -254,7 +256,7 @@ def test_under_srun_lightning_gets_its_slurm_environment() -> None:
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = translate({"num_processes": 2, "plugins": [DDPPlugin()]}, make_probe(env=env))
+        result = translate_call({"num_processes": 2, "plugins": [DDPPlugin()]}, make_probe(env=env))
     assert result.plan is not None and result.plan.environment.value == "slurm"
     assert type(result.kwargs["plugins"][0]) is SLURMEnvironment
     assert result.devices is not None and "plugins=[SLURMEnvironment()]" in result.devices.call
@@ -341,7 +343,7 @@ def test_a_ddpkit_plugin_subclass_is_refused_not_half_run() -> None:
 def test_the_plans_other_warnings_are_passed_on() -> None:
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        translation = translate(
+        translation = translate_call(
             {"accelerator": "ddp_cpu", "num_processes": 2, "gpus": 1}, make_probe(gpus=1)
         )
     assert any("GPUs will not be used" in note for note in translation.notes)

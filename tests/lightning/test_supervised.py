@@ -13,11 +13,11 @@ pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is n
 
 from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy  # noqa: E402
 
-import ddpkit.launchers  # noqa: E402
+import ddpkit._runtime.launch  # noqa: E402
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import DDPPlugin, SupervisedDDPStrategy, Trainer  # noqa: E402
 from ddpkit.lightning._launchers import SpawnLauncher, SubprocessLauncher  # noqa: E402
-from ddpkit.lightning._translate import translate  # noqa: E402
+from ddpkit.lightning._translate import translate_call  # noqa: E402
 from ddpkit.testing import make_probe  # noqa: E402
 
 
@@ -28,7 +28,7 @@ def test_a_1x_call_with_supervise_runs_on_ddpkits_spawn_launcher() -> None:
     strategy = trainer.strategy
     assert type(strategy) is SupervisedDDPStrategy
     assert isinstance(strategy.launcher, SpawnLauncher)
-    assert isinstance(strategy.launcher.ddpkit, ddpkit.launchers.SpawnLauncher)
+    assert isinstance(strategy.launcher.ddpkit, ddpkit._runtime.launch.SpawnLauncher)
     # The very objects the connector built: its plugin connects the ranks.
     assert strategy.launcher.ddpkit.plugin is strategy.ddpkit_plugin
     assert trainer.lightning_call == (
@@ -43,7 +43,7 @@ def test_a_modern_call_with_supervise_is_resolved_by_the_connector_without_a_war
     assert trainer.plan is not None and trainer.plan.launcher.value == "subprocess"
     assert type(trainer.strategy) is SupervisedDDPStrategy
     assert isinstance(trainer.strategy.launcher, SubprocessLauncher)
-    assert isinstance(trainer.strategy.launcher.ddpkit, ddpkit.launchers.SubprocessLauncher)
+    assert isinstance(trainer.strategy.launcher.ddpkit, ddpkit._runtime.launch.SubprocessLauncher)
 
 
 def test_the_strategy_in_lightnings_own_trainer_resolves_through_the_connector() -> None:
@@ -73,7 +73,7 @@ def test_under_torchrun_nothing_is_launched_but_the_ranks_are_connected_by_ddpki
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": "29500",
     }
-    translation = translate(
+    translation = translate_call(
         {"accelerator": "cpu", "devices": 2, "supervise": True}, make_probe(env=env)
     )
     strategy = translation.kwargs["strategy"]

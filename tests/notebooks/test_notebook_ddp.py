@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kernel import RESULT, Kernel, error, gone_within, results, run_notebook, wait_for_files
 
-from ddpkit.ranks.scratch import sweep_stale_dirs
+from ddpkit._runtime.ranks._scratch import sweep_stale_dirs
 
 pytest.importorskip("nbclient", reason="the notebook extra: pip install -e '.[notebook]'")
 pytest.importorskip("pytorch_lightning", reason="the lightning extra")

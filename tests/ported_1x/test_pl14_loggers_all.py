@@ -30,7 +30,7 @@ from helpers_pl14 import NOT_IN_DDPKIT, Absent, BoringModel
 from ddpkit import Trainer
 from ddpkit.callbacks import Callback
 from ddpkit.loggers import TensorBoardLogger
-from ddpkit.loggers.base import DummyExperiment
+from ddpkit.loggers._base import DummyExperiment
 
 # ddpkit writes CSV and TensorBoard files (docs/lightning-2x-surface.md: `pytorch_lightning.loggers.CometLogger`,
 # `MLFlowLogger`, `WandbLogger` — out of scope; NeptuneLogger and TestTubeLogger left Lightning in 1.x).
@@ -346,7 +346,7 @@ def test_logger_with_prefix_all(tmpdir, monkeypatch):
         logger.experiment.log_metric.assert_called_once_with("tmp-test", 1.0)
 
     # TensorBoard
-    with mock.patch("ddpkit.loggers.tensorboard.SummaryWriter"):
+    with mock.patch("ddpkit.loggers._tensorboard.SummaryWriter"):
         logger = _instantiate_logger(TensorBoardLogger, save_dir=tmpdir, prefix=prefix)
         logger.log_metrics({"test": 1.0}, step=0)
         logger.experiment.add_scalar.assert_called_once_with("tmp-test", 1.0, 0)

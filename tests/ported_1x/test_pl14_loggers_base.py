@@ -29,7 +29,7 @@ from helpers_pl14 import DEFAULT_LOGGER, Absent, BoringModel, rank_zero_only
 from ddpkit import Trainer
 from ddpkit.loggers import Logger as LightningLoggerBase
 from ddpkit.loggers import TensorBoardLogger
-from ddpkit.loggers.base import DummyExperiment
+from ddpkit.loggers._base import DummyExperiment
 
 LoggerCollection = Absent("LoggerCollection (removed in Lightning 1.8 / 2.0)")
 DummyLogger = Absent("DummyLogger")
@@ -49,7 +49,7 @@ HPARAMS_2X = (
 )
 STEP_KEY = (
     "ddpkit defect: a logged 'step' value is not the loggers' step (Lightning 1.4 and 2.x pop it from the row and "
-    "log the row at that step; ddpkit logs it as a metric at trainer's step): src/ddpkit/trainer/evaluation.py:52-56 "
+    "log the row at that step; ddpkit logs it as a metric at trainer's step): src/ddpkit/trainer/_evaluation.py:58-62 "
     "(log_epoch_row) and src/ddpkit/trainer/training.py:299-302 (_step_row) always pass step=state.batches_stepped"
 )
 SANITIZE_2X = (
@@ -314,7 +314,7 @@ def test_np_sanitization():
 
 
 @pytest.mark.parametrize("logger", [pytest.param(True, marks=pytest.mark.skip(reason=DEFAULT_LOGGER)), False])
-@patch("ddpkit.loggers.tensorboard.TensorBoardLogger.log_hyperparams")
+@patch("ddpkit.loggers._tensorboard.TensorBoardLogger.log_hyperparams")
 def test_log_hyperparams_being_called(log_hyperparams_mock, tmpdir, logger):
     class TestModel(BoringModel):
         def __init__(self, param_one, param_two):

@@ -44,17 +44,17 @@ MISSING_FOLDER_2X = (
 )
 NAME_PROPERTY = (
     "ddpkit defect: a logger subclass's `name` property is not used for root_dir / log_dir (Lightning's "
-    "root_dir is save_dir joined with self.name): src/ddpkit/loggers/base.py:272 joins self._name"
+    "root_dir is save_dir joined with self.name): src/ddpkit/loggers/_base.py:272 joins self._name"
 )
 GRAPH_UNATTACHED = (
     "ddpkit defect: log_graph of a module not attached to a Trainer fails ('Error occurs, No graph saved', then "
     "RuntimeError: not attached to a Trainer): torch.jit.trace reads every attribute and ddpkit.Module.trainer "
-    "raises (src/ddpkit/core/module.py:56); Lightning traces under _jit_is_scripting() "
-    "(src/ddpkit/loggers/tensorboard.py:148 does not)"
+    "raises (src/ddpkit/core/module.py:79); Lightning traces under _jit_is_scripting() "
+    "(src/ddpkit/loggers/_tensorboard.py:148 does not)"
 )
 GRAPH_NO_INPUT = (
     "ddpkit defect: log_graph without an example input logs nothing and says nothing (Lightning 1.4 and 2.x warn "
-    "'Could not log computational graph ...'): src/ddpkit/loggers/tensorboard.py:146-147"
+    "'Could not log computational graph ...'): src/ddpkit/loggers/_tensorboard.py:146-147"
 )
 
 
@@ -322,7 +322,7 @@ def test_tensorboard_with_accummulated_gradients(mock_log_metrics, tmpdir):
 
 
 @pytest.mark.skip(reason=FINALIZE_2X)
-@mock.patch("ddpkit.loggers.tensorboard.SummaryWriter")
+@mock.patch("ddpkit.loggers._tensorboard.SummaryWriter")
 def test_tensorboard_finalize(summary_writer, tmpdir):
     """Test that the SummaryWriter closes in finalize."""
     logger = TensorBoardLogger(save_dir=tmpdir)
@@ -343,7 +343,7 @@ def test_tensorboard_save_hparams_to_yaml_once(tmpdir):
     assert not os.path.isfile(os.path.join(tmpdir, hparams_file))
 
 
-@mock.patch("ddpkit.utilities.rank_zero.log")  # 1.4: the module's logger; ddpkit's is `ddpkit`
+@mock.patch("ddpkit.utilities._rank_zero.log")  # 1.4: the module's logger; ddpkit's is `ddpkit`
 def test_tensorboard_with_symlink(log, tmpdir):
     """
     Tests a specific failure case when tensorboard logger is used with empty name, symbolic link ``save_dir``, and

@@ -36,7 +36,7 @@ ZERO_DURATION = (
 )
 TIMER_TWICE = (
     "ddpkit defect: Trainer(max_time=..., callbacks=[Timer()]) adds a second Timer, silently; Lightning 1.4 and 2.x "
-    "keep the user's and log that the callbacks list already contains a Timer: src/ddpkit/trainer/trainer.py:55-56"
+    "keep the user's and log that the callbacks list already contains a Timer: src/ddpkit/trainer/trainer.py:56-57"
 )
 START_TIME = (
     "Timer.start_time(): docs/lightning-2x-surface.md, `pytorch_lightning.callbacks.Timer`, `.start_time` — "

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ddpkit.utilities.procs import is_running
+from ddpkit.utilities._procs import is_running
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(60)
 PARENT = textwrap.dedent(
     """
     import os, subprocess, sys, time
-    from ddpkit.ranks.lifeline import preexec_for_rank
+    from ddpkit._runtime.ranks._lifeline import preexec_for_rank
     rank = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())],
                             preexec_fn=preexec_for_rank(os.getpid()), stdout=subprocess.PIPE)
     print(rank.stdout.readline().decode().strip(), flush=True)
@@ -33,7 +33,7 @@ PLAIN_RANK = "import os, time\nprint(os.getpid(), flush=True)\nwhile True: time.
 STUBBORN_RANK = textwrap.dedent(
     """
     import os, signal, sys, time
-    from ddpkit.ranks.lifeline import watch_parent
+    from ddpkit._runtime.ranks._lifeline import watch_parent
     signal.signal(signal.SIGTERM, lambda *_: None)
     watch_parent(int(sys.argv[1]))
     print(os.getpid(), flush=True)

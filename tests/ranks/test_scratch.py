@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ddpkit.ranks.errorfile import read_error_file, write_error_file
-from ddpkit.ranks.scratch import (
+from ddpkit._runtime.ranks._errorfile import read_error_file, write_error_file
+from ddpkit._runtime.ranks._scratch import (
     OWNER_FILE,
     PREFIX,
     make_private_dir,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import torch.distributed as dist
 
-from ddpkit.ranks.stall import StallReport, StallWatchdog, stack_of_all_threads
-from ddpkit.utilities.ports import bind_free_port
+from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog, stack_of_all_threads
+from ddpkit.utilities._ports import bind_free_port
 
 pytestmark = pytest.mark.timeout(60)
 

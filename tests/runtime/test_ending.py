@@ -25,10 +25,10 @@ from ddpkit._runtime.process.ending import (
     first_failure,
 )
 from ddpkit._runtime.process.proc import Rank
+from ddpkit._runtime.ranks._errorfile import ErrorRecord, raised, read_error_file, write_error_file
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit.errors import RankFailure
-from ddpkit.ranks.errorfile import ErrorRecord, raised, read_error_file, write_error_file
-from ddpkit.ranks.lifeline import preexec_for_rank
-from ddpkit.utilities.procs import is_running
+from ddpkit.utilities._procs import is_running
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ddpkit._runtime.ranks._names import ENV_SKIP_STAGES
+from ddpkit._runtime.ranks._protocol import skip_stage
 from ddpkit._runtime.restart.attempt import (
     Attempt,
     attempt_in_process,
@@ -17,9 +19,7 @@ from ddpkit._runtime.restart.attempt import (
     in_process,
 )
 from ddpkit._runtime.restart.resume import is_complete, newest_checkpoint, resume_line
-from ddpkit.ranks.names import ENV_SKIP_STAGES
-from ddpkit.ranks.protocol import skip_stage
-from ddpkit.utilities.procs import started_at
+from ddpkit.utilities._procs import started_at
 
 
 def save(path: Path, mtime: float, step: int = 0) -> Path:
@@ -81,7 +81,7 @@ def test_the_line_a_restarted_fit_prints() -> None:
 def test_a_child_of_a_restarted_job_skips_the_stages_that_ended_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import ddpkit.ranks.protocol as protocol
+    import ddpkit._runtime.ranks._protocol as protocol
 
     monkeypatch.setattr(protocol, "_asked", iter(range(1, 10)))
     env = {ENV_SKIP_STAGES: "2"}

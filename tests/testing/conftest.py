@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 #: A child that outlives any test unless it is ended (no torch: starts in milliseconds).
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]

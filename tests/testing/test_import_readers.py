@@ -1,6 +1,6 @@
 """Lightning's stack reads RANK and LOCAL_RANK while it is imported: the warm start preloads it
 anyway and each test's process computes those values again from its own environment
-(ddpkit.testing.import_readers). The session-fork side is in test_session_fork.py."""
+(ddpkit.testing._warm_start.import_readers). The session-fork side is in test_session_fork.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest, is_per_test
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.preload import is_per_test
+from ddpkit.testing._warm_start.warm import WarmStart
 
 pytest.importorskip("pytorch_lightning")
 
@@ -23,9 +24,8 @@ pytest.importorskip("pytorch_lightning")
 SURVEY = """
 import json, os, sys
 import torch, torch.distributed
-from ddpkit.testing import import_readers
-from ddpkit.testing.preload import ReadEnviron
-from ddpkit.testing.worker import is_per_test
+from ddpkit.testing._warm_start import import_readers
+from ddpkit.testing._warm_start.preload import ReadEnviron, is_per_test
 
 class Survey(ReadEnviron):
     seen = []
@@ -55,7 +55,7 @@ def test_every_per_test_read_of_lightnings_import_is_a_known_one() -> None:
         "lightning_fabric.utilities.rank_zero",
         "torchmetrics.utilities.prints",
     }
-    from ddpkit.testing.import_readers import is_known_read
+    from ddpkit.testing._warm_start.import_readers import is_known_read
 
     assert [pair for pair in sorted(reads) if not is_known_read(*pair)] == []
 

@@ -10,7 +10,7 @@ import time
 import torch.distributed as dist
 
 from ddpkit.testing import leaks
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 
 def test_a_leaked_group_is_destroyed_and_described() -> None:

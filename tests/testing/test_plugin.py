@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.ranks.scratch import PREFIX
-from ddpkit.utilities import procs
+from ddpkit._runtime.ranks._scratch import PREFIX
+from ddpkit.utilities import _procs as procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")
 

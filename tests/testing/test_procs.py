@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 
 def test_read_proc_of_this_process() -> None:

@@ -105,7 +105,7 @@ def test_a_thread_in_the_session_makes_the_zygote_a_fresh_interpreter_and_says_w
         """
     )
     record, output, _ = probe(pytester, tmp_path)
-    assert "ddpkit.testing.zygote_server" in str(record["zygote"])
+    assert "ddpkit.testing._warm_start.zygote_server" in str(record["zygote"])
     assert (
         "ddpkit: the warm start's zygote is a fresh interpreter: in this pytest process, a "
         "thread is running (poller)." in output

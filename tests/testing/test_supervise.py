@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ddpkit.testing.supervise import Job, condensed_stacks, tail
 from ddpkit.testing.worker import ENV_DIR
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 # What IsolatedProcess.start() and the plugin's reporter do, without importing ddpkit (and torch).
 PRELUDE = textwrap.dedent(

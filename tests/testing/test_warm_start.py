@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.ranks.scratch import PREFIX, sweep_stale_dirs
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest
-from ddpkit.utilities import procs
+from ddpkit._runtime.ranks._scratch import PREFIX, sweep_stale_dirs
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.warm import WarmStart
+from ddpkit.utilities import _procs as procs
 
 PLUGIN = ("-p", "ddpkit.testing.pytest_plugin", "-p", "no:cacheprovider", "-rA")
 
@@ -217,7 +217,11 @@ def test_an_unsafe_import_is_left_out_and_per_test_variables_are_read_by_each_te
     (tmp_path / "test_probe.py").write_text(
         textwrap.dedent(PROBE.format(out=str(tmp_path / "probe.out")))
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "MY_SETTING": "first"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+        "MY_SETTING": "first",
+    }
     said: list[str] = []
     warm = WarmStart(tmp_path, said.append)
     try:

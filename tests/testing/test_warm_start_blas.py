@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import fresh_state
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest
-from ddpkit.utilities import procs
+from ddpkit.testing._warm_start import fresh_state
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.warm import WarmStart
+from ddpkit.utilities import _procs as procs
 
 pytest.importorskip("scipy")
 pytest.importorskip("sklearn")
@@ -145,7 +145,10 @@ def test_the_zygote_preloads_scipy_and_still_leaves_out_an_import_that_starts_a_
     (tmp_path / "sizes_a_pool.py").write_text(SIZES_A_POOL)
     out = tmp_path / "out.jsonl"
     (tmp_path / "test_probe.py").write_text(textwrap.dedent(PROBE.format(out=str(out))))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+    }
     said: list[str] = []
     warm = WarmStart(tmp_path, said.append)
     try:

@@ -15,9 +15,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.callbacks.checkpoint_plan import Plan
+from ddpkit.callbacks.checkpoint import SaveDecision
 from ddpkit.testing.distributed import DistInfo
-from ddpkit.utilities import rng
+from ddpkit.utilities import _rng as rng
 
 
 class Box:
@@ -61,9 +61,9 @@ def test_ddpkits_own_exchanges_between_two_ranks(dist: DistInfo, tmp_path: Path)
         trainer.predict(Predicts(boxed=True), data)
 
 
-def test_a_save_plan_goes_as_json_and_comes_back_exactly() -> None:
+def test_a_save_decision_goes_as_json_and_comes_back_exactly() -> None:
     score = torch.tensor(0.1234567, dtype=torch.float32)
-    plan = Plan(
+    plan = SaveDecision(
         saves=["/c/a.ckpt"],
         link=("/c/a.ckpt", "/c/last.ckpt"),
         removes=["/c/old.ckpt"],
@@ -79,7 +79,7 @@ def test_a_save_plan_goes_as_json_and_comes_back_exactly() -> None:
     )
     import json
 
-    back = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+    back = SaveDecision.from_json(json.loads(json.dumps(plan.to_json())))
     assert (back.saves, back.link, back.removes) == (plan.saves, plan.link, plan.removes)
     assert torch.equal(back.state["best_model_score"], score)
     assert back.state["best_model_score"].dtype == torch.float32

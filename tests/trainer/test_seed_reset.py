@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import ddpkit
 from ddpkit import Trainer
 from ddpkit.testing.distributed import DistInfo
-from ddpkit.utilities.seed import ENV_LIGHTNING_SEED, ENV_SEED, ENV_SEED_WORKERS, reset_seed
+from ddpkit.utilities._seed import ENV_LIGHTNING_SEED, ENV_SEED, ENV_SEED_WORKERS, reset_seed
 
 
 class Draws(ddpkit.Module):

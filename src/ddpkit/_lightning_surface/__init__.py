@@ -38,8 +38,8 @@ from ddpkit.errors import (
     MisconfigurationError,
     UnknownKeywordError,
 )
-from ddpkit.utilities.reprs import safe_repr
-from ddpkit.utilities.suggest import did_you_mean
+from ddpkit.utilities._reprs import safe_repr
+from ddpkit.utilities._suggest import did_you_mean
 
 __all__ = [
     "LightningCounterpart",

@@ -1,7 +1,7 @@
 """Accelerators: the kind of device each rank computes on."""
 
-from ddpkit.accelerators.base import Accelerator
-from ddpkit.accelerators.cpu import CPUAccelerator
-from ddpkit.accelerators.gpu import GPUAccelerator
+from ddpkit.accelerators._base import Accelerator
+from ddpkit.accelerators._cpu import CPUAccelerator
+from ddpkit.accelerators._gpu import GPUAccelerator
 
 __all__ = ["Accelerator", "CPUAccelerator", "GPUAccelerator"]

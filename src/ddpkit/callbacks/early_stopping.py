@@ -15,8 +15,8 @@ import torch
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
-from ddpkit.utilities.rank_zero import log_info
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import log_info
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["EarlyStopping", "EarlyStoppingReason"]
 

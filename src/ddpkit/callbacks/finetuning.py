@@ -27,7 +27,7 @@ from torch.optim import Optimizer
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
-from ddpkit.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
 
 __all__ = ["BackboneFinetuning", "BaseFinetuning", "multiplicative"]
 

@@ -9,8 +9,8 @@ import torch
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.rank_zero import rank_zero_warn
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import rank_zero_warn
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["LearningRateMonitor"]
 

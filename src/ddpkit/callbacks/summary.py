@@ -9,7 +9,7 @@ from torch import nn
 
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["ModelSummary", "summarize"]
 

@@ -11,8 +11,8 @@ import torch
 from ddpkit.callbacks.base import Callback
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._durations import parse_duration
-from ddpkit.utilities.rank_zero import log_info
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import log_info
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["Timer"]
 

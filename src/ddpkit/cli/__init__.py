@@ -3,7 +3,7 @@ metrics as a picture, and any script's ranks started and supervised (``ddpkit ru
 
 Every error names the command as it was typed and ends with a fix; with ``--json`` it is a JSON
 object on stdout instead. Either way the exit status is 2. Parsing imports no torch (see
-:mod:`ddpkit.cli.parser`); each command imports what it needs when it runs.
+:mod:`ddpkit.cli._parser`); each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from ddpkit.cli import env, explain, plot, run
-from ddpkit.cli.parser import Command, Parser, UsageError, build_parser, usage_fix
+from ddpkit.cli import _env as env
+from ddpkit.cli import _explain as explain
+from ddpkit.cli import _plot as plot
+from ddpkit.cli import _run as run
+from ddpkit.cli._parser import Command, Parser, UsageError, build_parser, usage_fix
 
 __all__ = ["COMMANDS", "console_main", "main", "parser"]
 
@@ -111,7 +114,7 @@ def console_main() -> None:
         # that the interpreter's last flush does not fail a second time.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = _SIGPIPE_STATUS
-    if "ddpkit.launchers.run_job" in sys.modules:
+    if "ddpkit._runtime.launch._run_job" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)

@@ -7,13 +7,13 @@ embeds.
 
 from __future__ import annotations
 
-from ddpkit.connector.build import Built, build
-from ddpkit.connector.flags import Flags
-from ddpkit.connector.plan import Choice, Plan, PlanWarning
-from ddpkit.connector.probe import Probe
-from ddpkit.connector.rules import resolve
+from ddpkit.connector._build import Built, build
+from ddpkit.connector._flags import Flags
+from ddpkit.connector._plan import Choice, Plan, PlanWarning
+from ddpkit.connector._probe import Probe
+from ddpkit.connector._rules import resolve
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = [
     "AcceleratorConnector",

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = ["batch_size_of", "move_to_device"]
 

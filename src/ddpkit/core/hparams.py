@@ -17,7 +17,7 @@ from typing import Any
 from torch import nn
 
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = ["AttributeDict", "HyperparametersMixin"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -12,10 +12,10 @@ from torch import nn
 from ddpkit._lightning_surface import refuse_attribute
 from ddpkit.core.hooks import CheckpointHooks, DataHooks, ModelHooks
 from ddpkit.core.hparams import HyperparametersMixin
-from ddpkit.core.metric_logging import MetricLogging
 from ddpkit.core.protocols import MetricSink, TrainerProtocol
 from ddpkit.core.saving import HPARAMS_KEY, restore_module
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["Module"]
 
@@ -24,10 +24,31 @@ M = TypeVar("M", bound="Module")
 _CLIP_ALGORITHMS = ("norm", "value")
 _torch_getattr = nn.Module.__getattr__  # parameters, buffers, submodules
 
+#: Lightning's reduce_fx callables and the names ddpkit's metric store takes
+_REDUCE_FUNCTIONS: dict[Any, str] = {
+    torch.mean: "mean",
+    torch.sum: "sum",
+    torch.max: "max",
+    torch.min: "min",
+}
 
-class Module(
-    MetricLogging, HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module
-):
+
+def _reduce_name(name: str, reduce_fx: Any) -> str:
+    """``reduce_fx`` as the store's name: Lightning's strings ("avg" is "mean") and its torch
+    functions; anything else is refused."""
+    if isinstance(reduce_fx, str):
+        return "mean" if reduce_fx == "avg" else reduce_fx
+    found = _REDUCE_FUNCTIONS.get(reduce_fx) if callable(reduce_fx) else None
+    if found is None:
+        raise MisconfigurationError(
+            f"self.log({name!r}, ..., reduce_fx={safe_repr(reduce_fx)}): ddpkit reduces with "
+            f"'mean', 'sum', 'max' or 'min' (or torch.mean / torch.sum / torch.max / torch.min). "
+            f"Fix: pass one of those, or reduce the values yourself and log the result."
+        )
+    return found
+
+
+class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module):
     """Subclass it and implement ``training_step`` and ``configure_optimizers``.
 
     Every LightningModule hook exists here with Lightning's name and signature (the loop calls
@@ -45,6 +66,8 @@ class Module(
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._trainer: TrainerProtocol | None = None
+        # the attached trainer's metric store (None without one: self.log then records nothing,
+        # as in Lightning's tests of a step)
         self._metric_sink: MetricSink | None = None
         self._automatic_optimization = True
 
@@ -141,6 +164,75 @@ class Module(
         for param in self.parameters():
             param.requires_grad = True
         self.train()
+
+    # -- self.log ------------------------------------------------------------------------------
+
+    def log(
+        self,
+        name: str,
+        value: Any,
+        prog_bar: bool = False,
+        logger: bool | None = None,
+        on_step: bool | None = None,
+        on_epoch: bool | None = None,
+        reduce_fx: str | Callable[..., Any] = "mean",
+        enable_graph: bool = False,
+        sync_dist: bool = False,
+        sync_dist_group: Any = None,
+        add_dataloader_idx: bool = True,
+        batch_size: int | None = None,
+        metric_attribute: str | None = None,
+        rank_zero_only: bool = False,
+    ) -> None:
+        """Record a metric (Lightning's signature: a misspelt keyword is a ``TypeError``). In
+        ``training_step`` it defaults to every step; in evaluation to the epoch mean, which
+        weighs each value by ``batch_size`` (else the batch's size, inferred as Lightning does).
+        Refused where Lightning refuses it (``ddpkit.trainer.log_hooks``).
+        ``sync_dist=True`` reduces it across ranks (``reduce_fx``: "mean", "sum", "max", "min" or
+        ``torch.mean`` / ``torch.sum`` / ``torch.max`` / ``torch.min``) so every rank sees the same
+        value. ``enable_graph``, ``add_dataloader_idx``, ``metric_attribute`` and
+        ``rank_zero_only`` change nothing in ddpkit's loop (one loader a stage, values detached,
+        no torchmetrics objects); ``sync_dist_group`` other than None is refused."""
+        sink = self._metric_sink
+        if sink is None:
+            return
+        if sync_dist_group is not None:
+            raise MisconfigurationError(
+                f"self.log({name!r}, ..., sync_dist_group=...): ddpkit reduces over every rank. "
+                f"Fix: leave sync_dist_group out (or reduce in your own group with "
+                f"torch.distributed.all_reduce and log the result)."
+            )
+        sink.log(
+            name,
+            value,
+            prog_bar=prog_bar,
+            logger=True if logger is None else logger,
+            on_step=on_step,
+            on_epoch=on_epoch,
+            sync_dist=sync_dist,
+            reduce_fx=_reduce_name(name, reduce_fx),
+            batch_size=batch_size,
+        )
+
+    def log_dict(
+        self,
+        dictionary: Mapping[str, Any],
+        prog_bar: bool = False,
+        logger: bool | None = None,
+        on_step: bool | None = None,
+        on_epoch: bool | None = None,
+        reduce_fx: str | Callable[..., Any] = "mean",
+        enable_graph: bool = False,
+        sync_dist: bool = False,
+        sync_dist_group: Any = None,
+        add_dataloader_idx: bool = True,
+        batch_size: int | None = None,
+        rank_zero_only: bool = False,
+    ) -> None:
+        """``self.log`` for every item (Lightning's signature)."""
+        options = {k: v for k, v in locals().items() if k not in ("self", "dictionary")}
+        for name, value in dictionary.items():
+            self.log(name, value, **options)
 
     # -- the hooks a user implements -----------------------------------------------------------
 

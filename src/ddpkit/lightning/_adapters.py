@@ -21,8 +21,6 @@ import pytorch_lightning as pl
 
 from ddpkit.lightning._shims import SHIMS, Stage, defined
 
-__all__ = ["ADAPTED", "INSTEAD", "OneXHooks", "init_hooks", "log_1x_dicts", "step_output"]
-
 #: (owner, hook) → what ddpkit does with a 1.x override of it.
 ADAPTED: dict[str, str] = {f"{owner}.{hook}": "with 1.x's arguments" for owner, hook in SHIMS}
 

@@ -31,15 +31,6 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from ddpkit.errors import LightningUsageError
 
-__all__ = [
-    "ArgparseAPI",
-    "add_argparse_args",
-    "from_argparse_args",
-    "get_init_arguments_and_types",
-    "parse_argparser",
-    "parse_env_variables",
-]
-
 _ALLOWED = (str, int, float, bool)
 _IGNORED = ("self", "args", "kwargs")
 #: A Trainer's keywords Lightning 2.x kept with another default: the argparse API parses 1.x's

@@ -33,8 +33,6 @@ import pytorch_lightning as pl
 from ddpkit.lightning._epoch_end import EPOCH_END_HOOKS
 from ddpkit.lightning._module import LightningModule as LightningModule1x
 
-__all__ = ["batch_end_outputs", "epoch_end_outputs", "is_1x_module", "one_x_batch_outputs"]
-
 
 def is_1x_module(model: Any) -> bool:
     """A module written for Lightning 1.x: built on ddpkit's 1.x ``LightningModule`` (what

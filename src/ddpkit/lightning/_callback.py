@@ -10,8 +10,6 @@ import pytorch_lightning as pl
 
 from ddpkit.lightning._module import Of2x, _no_op
 
-__all__ = ["CALLBACK_HOOKS_1X", "Callback"]
-
 #: 1.x callback hooks 2.x removed → (the 1.x releases that had them, where 1.x called them).
 CALLBACK_HOOKS_1X = {
     "on_init_start": ("1.0–1.7", "the start of the Trainer's __init__"),

@@ -9,8 +9,6 @@ from pytorch_lightning.utilities import grad_norm
 
 from ddpkit.lightning._shims import defined
 
-__all__ = ["GradNormLogger"]
-
 
 class GradNormLogger(pl.Callback):
     """``Trainer(track_grad_norm=p)`` of Lightning 1.x: before each optimizer step (after the

@@ -26,14 +26,6 @@ from typing import Any
 
 from ddpkit.lightning._adapters import OneXHooks
 
-__all__ = [
-    "callbacks_restored_in_fit_only",
-    "trust",
-    "trust_trainer",
-    "trusted",
-    "weights_only_for",
-]
-
 _TRUSTED: set[str] = set()
 
 

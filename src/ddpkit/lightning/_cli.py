@@ -28,24 +28,11 @@ import warnings
 from typing import Any
 
 from pytorch_lightning import cli as lightning_cli
-from pytorch_lightning.cli import LightningArgumentParser, SaveConfigCallback
+from pytorch_lightning.cli import SaveConfigCallback
 
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning._trainer import Trainer
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = [
-    "CALLBACK_REGISTRY",
-    "DATAMODULE_REGISTRY",
-    "LOGGER_REGISTRY",
-    "LR_SCHEDULER_REGISTRY",
-    "LightningArgumentParser",
-    "LightningCLI",
-    "MODEL_REGISTRY",
-    "OPTIMIZER_REGISTRY",
-    "Registry",
-    "SaveConfigCallback",
-]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 _SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: the 1.x loader keyword of ``ddpkit.lightning.Trainer``'s stage methods (renamed in 1.4)

@@ -17,9 +17,7 @@ import pytorch_lightning as pl
 
 from ddpkit.errors import DDPKitDeprecationWarning
 from ddpkit.lightning import _arguments as arguments
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["LightningDataModule"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 _ATTRIBUTES = ("train_transforms", "val_transforms", "test_transforms", "dims")
 _STAGES = ("fit", "validate", "test", "predict")

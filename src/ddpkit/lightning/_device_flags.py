@@ -25,21 +25,13 @@ from pytorch_lightning.accelerators import Accelerator as LightningAccelerator
 from pytorch_lightning.plugins import LayerSync, Precision
 from pytorch_lightning.strategies import Strategy, StrategyRegistry
 
+from ddpkit._flag_names import LEGACY_ACCELERATORS, TRAINING_TYPES
 from ddpkit.accelerators import Accelerator
 from ddpkit.connector import Flags
-from ddpkit.connector.flags import DEVICE_FLAGS
-from ddpkit.connector.translate import LEGACY_ACCELERATORS
+from ddpkit.connector._flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning._environments import from_lightning, lightning_spelling
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
-from ddpkit.spellings import TRAINING_TYPES
-
-__all__ = [
-    "DeviceCall",
-    "is_legacy_device_call",
-    "quoted",
-    "removed_strategy",
-]
 
 #: Training types of Lightning 1.x that Lightning 2.x removed, and what replaces each. Refused in
 #: the accelerator slot (1.x's older spelling) and as ``strategy=`` alike.

@@ -40,8 +40,6 @@ from ddpkit.lightning._environments import lightning_spelling, to_lightning
 from ddpkit.plugins.precision import DoublePrecisionPlugin, MixedPrecisionPlugin, PrecisionPlugin
 from ddpkit.plugins.training_type import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
 
-__all__ = ["LightningDevices", "ddp_options", "lightning_devices", "strategy_spelling"]
-
 #: The ddpkit classes whose whole behaviour Lightning's objects reproduce. A subclass has methods
 #: of its own that Lightning's loop would never call: it is refused, never half-run.
 _RUNS_ON_LIGHTNING = (

@@ -11,16 +11,6 @@ from typing import Any
 
 from torch import Tensor
 
-__all__ = [
-    "AMPType",
-    "DeviceType",
-    "DistributedType",
-    "EPOCH_OUTPUT",
-    "LightningEnum",
-    "PrecisionType",
-    "STEP_OUTPUT",
-]
-
 #: What a 1.x ``training_step`` returns, and what the 1.x epoch-end hooks receive a list of.
 STEP_OUTPUT = Tensor | dict[str, Any]
 EPOCH_OUTPUT = list[STEP_OUTPUT]

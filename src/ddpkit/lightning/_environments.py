@@ -45,8 +45,6 @@ from ddpkit.plugins.environments import (
     TorchElasticEnvironment,
 )
 
-__all__ = ["FromLightning", "LightningEnvironment", "ToLightning", "from_lightning", "to_lightning"]
-
 #: ddpkit's built-in environments and the Lightning classes that read the same variables.
 _BUILT_IN: dict[type[ClusterEnvironment], type[LightningClusterEnvironment]] = {
     LocalEnvironment: LightningsLightningEnvironment,

@@ -22,9 +22,7 @@ from typing import Any
 import pytorch_lightning as pl
 
 from ddpkit.errors import DDPKitDeprecationWarning
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["EPOCH_END_HOOKS", "EpochEndOutputs", "epoch_end_hooks"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 #: 1.x hook → the loop it belongs to, and the 2.x hook to move it to.
 EPOCH_END_HOOKS = {

@@ -27,9 +27,7 @@ from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._adapters import ADAPTED, INSTEAD, OneXHooks, step_output
 from ddpkit.lightning._shims import SHIMS, Redirect, Stage, defined, one_x_signature
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["check_hooks", "one_optimizer_1x_hooks", "one_x_hooks"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 _OWNERS = (
     ("module", pl.LightningModule, "LightningModule"),

@@ -32,8 +32,6 @@ from ddpkit._compat_1x.keywords import ROWS, Row
 from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning._callbacks import GradNormLogger
 
-__all__ = ["KEYWORDS", "Keyword", "NOTHING", "Refusal", "Rewrite", "callback_list", "quote"]
-
 
 def quote(name: str, value: Any) -> str:
     """The keyword as the user wrote it: ``Trainer(weights_summary='full')``."""

@@ -1,8 +1,8 @@
 """Lightning launchers that hand the start of the ranks to ddpkit's own launchers.
 
 Lightning's strategy calls ``launcher.launch(function, *args, trainer=...)`` for each stage; these
-run the stage through ddpkit's launcher (``ddpkit.launchers``: ``launch(fn, stage, *args)``, the
-stage's name first), which starts, supervises and ends the ranks:
+run the stage through ddpkit's launcher (``ddpkit._runtime.launch``: ``launch(fn, stage, *args)``,
+the stage's name first), which starts, supervises and ends the ranks:
 
 - :class:`SubprocessLauncher` (``DDPPlugin``): the other ranks re-run the script, as Lightning's
   ``popen`` does; ddpkit's supervisor ends every rank when one fails, names the root cause and its
@@ -25,8 +25,9 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 from torch import Tensor
 
+from ddpkit._runtime.launch import Launcher
+from ddpkit._runtime.ranks._protocol import rank_stage, skip_stage
 from ddpkit._runtime.restart.in_process import InProcessAttempts
-from ddpkit.launchers import Launcher
 from ddpkit.lightning._lightning_private import (
     _call_callbacks_load_state_dict,
     _call_callbacks_state_dict,
@@ -35,9 +36,6 @@ from ddpkit.lightning._lightning_private import (
     _MultiProcessingLauncher,
 )
 from ddpkit.lightning._restart import LightningFit, strategy_restarts
-from ddpkit.ranks.protocol import rank_stage, skip_stage
-
-__all__ = ["RankLauncher", "SpawnLauncher", "SubprocessLauncher"]
 
 #: The key of the fit's progress in rank zero's extra results.
 _FIT_STATE = "ddpkit_fit_state"
@@ -104,9 +102,9 @@ class SubprocessLauncher(_Launcher):
 class RankLauncher(_Launcher):
     """In a rank something else started — a child of ddpkit's subprocess launcher, torchrun,
     srun — nothing is launched: the stage runs here, inside the rank's side of ddpkit's launcher
-    protocol (``ddpkit.ranks.protocol.rank_stage``: the rank ends with its launcher, counts its
-    stages, and a stage that raises leaves its traceback for rank 0's supervisor; nothing at all
-    outside ddpkit's launchers)."""
+    protocol (``ddpkit._runtime.ranks._protocol.rank_stage``: the rank ends with its launcher,
+    counts its stages, and a stage that raises leaves its traceback for rank 0's supervisor;
+    nothing at all outside ddpkit's launchers)."""
 
     @property
     def is_interactive_compatible(self) -> bool:

@@ -30,8 +30,6 @@ from typing import Any
 
 from ddpkit.lightning import _surface
 
-__all__ = ["LIGHTNING", "MirrorModule", "PREFIX", "install", "resolve"]
-
 #: The package a mirror stands for, and the one it lives under.
 LIGHTNING, PREFIX = "pytorch_lightning", "ddpkit.lightning"
 

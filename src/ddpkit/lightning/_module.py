@@ -24,8 +24,6 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._checkpoints import weights_only_for
 
-__all__ = ["LightningModule", "Of2x", "auto_move_data", "one_x_precision"]
-
 _log = logging.getLogger("ddpkit.lightning")
 _PRECISION_1X: dict[str, int | str] = {
     "32-true": 32,

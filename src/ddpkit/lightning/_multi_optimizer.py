@@ -57,9 +57,7 @@ from ddpkit.lightning._lightning_private import (
     _configure_optimizers,
     _configure_schedulers_automatic_opt,
 )
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["is_1x_multi_optimizer", "multi_optimizer_stage"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 
 def is_1x_multi_optimizer(model: Any) -> bool:

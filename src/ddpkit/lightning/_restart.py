@@ -31,9 +31,7 @@ from ddpkit._runtime.restart.in_process import save_kept
 from ddpkit._runtime.restart.port import Ranks, Stateful
 from ddpkit._runtime.restart.resume import RNG_KEY, Resume, rng_states
 from ddpkit.lightning._lightning_private import _CheckpointConnector, _interrupt, _Loop
-from ddpkit.utilities.exchange import Exchanger
-
-__all__ = ["LightningFit", "RestartConnector", "RestartState", "strategy_restarts"]
+from ddpkit.utilities._exchange import Exchanger
 
 
 def strategy_restarts(strategy: Any) -> int:

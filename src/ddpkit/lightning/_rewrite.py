@@ -26,15 +26,6 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = [
-    "MODULE_ENV",
-    "ProjectFinder",
-    "SCRIPT_ENV",
-    "install",
-    "is_project_file",
-    "port_source",
-]
-
 _OLD, _NEW = "pytorch_lightning", "ddpkit.lightning"
 #: What ``python -m ddpkit.lightning`` runs, for :mod:`ddpkit.lightning._script` in every rank.
 SCRIPT_ENV, MODULE_ENV = "DDPKIT_LIGHTNING_SCRIPT", "DDPKIT_LIGHTNING_MODULE"

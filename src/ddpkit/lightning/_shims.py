@@ -19,9 +19,7 @@ from typing import Any
 import pytorch_lightning as pl
 
 from ddpkit.errors import DDPKitDeprecationWarning
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["Redirect", "SHIMS", "Shim", "Stage", "defined", "one_x_signature"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 
 def _required(fn: Any) -> int:

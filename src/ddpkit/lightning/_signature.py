@@ -23,8 +23,6 @@ import pytorch_lightning as pl
 from ddpkit._compat_1x.keywords import DEVICE_ROWS, ROWS
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
 
-__all__ = ["DDPKIT_KEYWORDS", "trainer_signature"]
-
 #: ddpkit's own keywords of ``ddpkit.lightning.Trainer``, after Lightning's and 1.x's.
 DDPKIT_KEYWORDS: tuple[inspect.Parameter, ...] = (
     inspect.Parameter(

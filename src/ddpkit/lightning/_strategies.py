@@ -6,8 +6,6 @@ from typing import Any
 
 from pytorch_lightning.strategies import DDPStrategy
 
-__all__ = ["DDPSpawnStrategy"]
-
 
 class DDPSpawnStrategy(DDPStrategy):
     """``DDPStrategy`` whose ranks are spawned (``start_method="spawn"``, 1.x's only one; 1.7–1.9

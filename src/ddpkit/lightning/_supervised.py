@@ -33,16 +33,14 @@ from lightning_fabric.plugins.environments.lightning import LightningEnvironment
 from lightning_fabric.utilities.seed import reset_seed
 from pytorch_lightning.strategies import DDPStrategy
 
+from ddpkit._runtime.launch import Launcher
+from ddpkit._runtime.ranks._names import ENV_PARENT_PID
 from ddpkit._runtime.restart.checks import check_max_restarts
 from ddpkit.connector import AcceleratorConnector, Built, Flags
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.launchers import Launcher
 from ddpkit.lightning._environments import from_lightning
 from ddpkit.lightning._launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
-from ddpkit.ranks.names import ENV_PARENT_PID
-
-__all__ = ["SupervisedDDPStrategy"]
 
 #: popen: DDPPlugin (the other ranks re-run the script); the others: DDPSpawnPlugin's
 _START_METHODS = ("popen", "spawn", "fork", "forkserver")

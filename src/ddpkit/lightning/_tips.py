@@ -14,8 +14,6 @@ from __future__ import annotations
 import logging
 import warnings
 
-__all__ = ["TIPS_LOGGER", "quiet_tips"]
-
 #: Where Lightning's tips go.
 TIPS_LOGGER = logging.getLogger("ddpkit.lightning.tips")
 #: The loggers Lightning's ``rank_zero_info`` writes to.

@@ -33,10 +33,8 @@ from ddpkit.lightning._signature import trainer_signature
 from ddpkit.lightning._supervised import SupervisedDDPStrategy
 from ddpkit.lightning._tips import quiet_tips
 from ddpkit.lightning._trainer_1x import OneXAttributes
-from ddpkit.lightning._translate import lightning_refusals, translate
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["Trainer"]
+from ddpkit.lightning._translate import lightning_refusals, translate_call
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 
 def _renamed(call: str, old: str, value: Any, new: str, current: Any) -> Any:
@@ -119,7 +117,7 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
     def __init__(self, **kwargs: Any) -> None:
         quiet_tips()
         max_restarts = kwargs.pop("max_restarts", 0)  # ddpkit's own: docs/reliability.md
-        translation = translate(kwargs)
+        translation = translate_call(kwargs)
         for message in translation.deprecations:
             rank_zero_warn(message, DDPKitDeprecationWarning)
         for note in translation.notes:

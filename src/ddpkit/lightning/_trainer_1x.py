@@ -22,8 +22,6 @@ from pytorch_lightning.strategies import DDPStrategy, ParallelStrategy
 from ddpkit.lightning import _surface
 from ddpkit.lightning._module import one_x_precision
 
-__all__ = ["OneXAttributes"]
-
 #: 1.x Trainer keywords whose value 1.x kept as an attribute of that name, with 1.x's default.
 _KEPT = {
     "auto_lr_find": False,

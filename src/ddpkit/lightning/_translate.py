@@ -26,9 +26,9 @@ from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
 
+from ddpkit._flag_names import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, TRAINING_TYPES
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
-from ddpkit.connector.flags import DEVICE_FLAGS
-from ddpkit.connector.translate import ACCELERATOR_NAMES, LEGACY_ACCELERATORS
+from ddpkit.connector._flags import DEVICE_FLAGS
 from ddpkit.errors import (
     DDPKitDeprecationWarning,
     DDPKitError,
@@ -44,11 +44,8 @@ from ddpkit.lightning._device_flags import (
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
 from ddpkit.lightning._keywords import KEYWORDS, Rewrite, callback_list
 from ddpkit.lightning._lightning_private import _PRECISION_INPUT
-from ddpkit.spellings import TRAINING_TYPES
-from ddpkit.utilities.reprs import safe_repr
-from ddpkit.utilities.suggest import choices, did_you_mean
-
-__all__ = ["LIGHTNING_KEYWORDS", "Translation", "lightning_refusals", "translate"]
+from ddpkit.utilities._reprs import safe_repr
+from ddpkit.utilities._suggest import choices, did_you_mean
 
 #: The keywords of the installed Lightning's Trainer.
 LIGHTNING_KEYWORDS = tuple(inspect.signature(pl.Trainer.__init__).parameters)[1:]
@@ -187,7 +184,7 @@ def _device_message(plan: Plan, devices: LightningDevices) -> str:
 _FORKED = ("ddp_notebook", "ddp_fork")
 
 
-def translate(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
+def translate_call(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Translation:
     """Translate a call (see the module). ``probe`` is the machine (tests pass a fake one).
 
     ``supervise`` (ddpkit's own keyword): ``None`` (the default) runs a call ddpkit's connector

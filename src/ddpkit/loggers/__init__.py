@@ -3,9 +3,9 @@
 from typing import Any
 
 from ddpkit._lightning_surface import refuse_import
-from ddpkit.loggers.base import Logger
-from ddpkit.loggers.csv import CSVLogger
-from ddpkit.loggers.tensorboard import TensorBoardLogger
+from ddpkit.loggers._base import Logger
+from ddpkit.loggers._csv import CSVLogger
+from ddpkit.loggers._tensorboard import TensorBoardLogger
 
 __all__ = ["CSVLogger", "Logger", "TensorBoardLogger"]
 

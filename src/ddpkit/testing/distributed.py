@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddpkit.ranks.names import ENV_TESTING_STORE_FD
+from ddpkit._runtime.ranks._names import ENV_TESTING_STORE_FD
 from ddpkit.testing.markers import DistributedSpec
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
         device = torch.device("cuda", local)
     # Every rank of a distributed test is on this machine: gloo's connections on loopback, as
     # DDPPlugin makes them (else gloo listens on the address the host name resolves to).
-    from ddpkit.plugins.training_type.process_group import gloo_on_loopback, import_dynamo_first
-    from ddpkit.testing.worker import ends_without_finalizing
+    from ddpkit.plugins.training_type._process_group import gloo_on_loopback, import_dynamo_first
+    from ddpkit.testing._warm_start import ends_without_finalizing
 
     if not ends_without_finalizing():
         # A fresh interpreter finalizes at its end, where a gloo thread that a test body's DDP

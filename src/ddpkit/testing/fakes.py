@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 
-from ddpkit.connector.probe import Probe
+from ddpkit.connector._probe import Probe
 
 __all__ = ["make_probe"]
 

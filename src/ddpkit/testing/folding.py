@@ -1,5 +1,5 @@
 """A test's failure as pytest reports it, with the frames of ddpkit, torch and Python between the
-test and the error left out (as :mod:`ddpkit.tracebacks` folds them for a script).
+test and the error left out (as :mod:`ddpkit._tracebacks` folds them for a script).
 
 pytest shows every frame with its source: a ``trainer.fit`` that failed in ``training_step``
 is twenty frames of ddpkit's loop and torch's module calls before the one line that matters. A
@@ -15,7 +15,7 @@ from types import TracebackType
 
 import pytest
 
-from ddpkit.tracebacks import VERBOSE_VARIABLE, fold_hint, library_of, verbose
+from ddpkit._tracebacks import VERBOSE_VARIABLE, fold_hint, library_of, verbose
 
 __all__ = ["fold_failure"]
 

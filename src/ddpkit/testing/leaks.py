@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ddpkit.ranks.names import ENV_PARENT_PID
-from ddpkit.utilities import procs
+from ddpkit._runtime.ranks._names import ENV_PARENT_PID
+from ddpkit.utilities import _procs as procs
 
 __all__ = [
     "ChildSnapshot",
@@ -37,7 +37,7 @@ _INTERPRETER_HELPERS = (
     "multiprocessing.resource_tracker",
     "multiprocessing.forkserver",
     "multiprocessing.semaphore_tracker",
-    "ddpkit.testing.zygote",
+    "ddpkit.testing._warm_start.zygote",
 )
 
 

@@ -11,9 +11,9 @@ Load it with ``-p ddpkit.testing.pytest_plugin`` or ``pytest_plugins =
 - ``@pytest.mark.distributed(world_size=2, backend="gloo", timeout=None,
   fresh_interpreter=False)`` and the ``dist`` fixture: the test runs on ``world_size`` new ranks
   with a process group initialized;
-- the warm start of those processes: forks of a zygote that preloaded torch once per session
-  (``--ddpkit-fresh-interpreter`` or ini ``ddpkit_fresh_interpreter = true``: fresh
-  interpreters).
+- the warm start of those processes (:mod:`ddpkit.testing._warm_start`): forks of a zygote
+  that preloaded torch once per session (``--ddpkit-fresh-interpreter`` or ini
+  ``ddpkit_fresh_interpreter = true``: fresh interpreters).
 
 See docs/testing.md.
 """
@@ -22,37 +22,26 @@ from __future__ import annotations
 
 import os
 import re
-import sys
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ddpkit.launchers.pytest_session import remember_isolated_test
-from ddpkit.testing import distributed, folding, fresh_state, leaks, runner, session_fork
+from ddpkit.testing import _warm_start, distributed, folding, leaks, runner
 from ddpkit.testing.distributed import DistInfo
 from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
-from ddpkit.testing.preload import candidates
-from ddpkit.testing.warm import WarmStart, stderr_line, zygote_environment
 from ddpkit.testing.worker import IsolatedProcess
-from ddpkit.testing.zygote import Zygote
 
 # pytest finds the hooks by name; the one name a test uses is the fixture.
 __all__ = ["dist"]
 
-# From here until the collection ends, a read of a per-test variable (RANK, ...) by a conftest or
-# test module is noted: the session must not fork itself into the zygote then. And an OpenBLAS
-# that collection loads (numpy's, scipy's) starts no thread pool that would keep the session
-# from forking: its pool is sized after the fork, here and in each fork (fresh_state).
-if IsolatedProcess.from_env() is None:
-    session_fork.watch_environment()
-    fresh_state.hold()
+if IsolatedProcess.from_env() is None:  # a session's process, not a test's
+    _warm_start.before_collection()
 
 _CHILD = pytest.StashKey[IsolatedProcess | None]()
 _LEAKERS = pytest.StashKey[list[str]]()
 _DIST = pytest.StashKey[DistInfo]()
-_WARM = pytest.StashKey[WarmStart | None]()
+_WARM = pytest.StashKey[_warm_start.WarmStart | None]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,23 +84,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if child is not None:
         _become_child(config, child)
         return
-    session_fork.note_configured(config)
-    if hasattr(config, "workerinput"):
-        session_fork.stop_watching()
-    elif getattr(config.option, "dist", "no") != "no" and getattr(config.option, "tx", None):
-        # pytest-xdist's controller: it forks nothing, and its workers (started before any
-        # collection) would inherit the held variable.
-        fresh_state.release()
     config.stash[_CHILD] = None
     config.stash[_LEAKERS] = []
-    # A pytest-xdist worker talks to its controller from a thread: it cannot fork itself.
-    fork_session = not hasattr(config, "workerinput")
-    config.stash[_WARM] = WarmStart(config.invocation_params.dir, _say(config), fork_session)
+    config.stash[_WARM] = _warm_start.configure(config)
 
 
 def _become_child(config: pytest.Config, child: IsolatedProcess) -> None:
     """This process is one of an isolated test's: leave its reports for the parent."""
-    remember_isolated_test()  # a test may clear os.environ around a DDPPlugin fit
     child.start()
     config.pluginmanager.register(_ChildReporter(config, child), "ddpkit-child-reporter")
     config.stash[_CHILD] = child
@@ -120,7 +99,7 @@ def _become_child(config: pytest.Config, child: IsolatedProcess) -> None:
 
 
 def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
-    """In a process forked from the session itself (:mod:`ddpkit.testing.session_fork`), what
+    """In a process forked from the session itself (:mod:`ddpkit.testing._warm_start`), what
     configure and collection do in a test's own interpreter."""
     child = IsolatedProcess.from_env()
     if child is None:
@@ -130,18 +109,7 @@ def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
     _child_timeouts(config, [item])
 
 
-def _say(config: pytest.Config) -> Callable[[str], None]:
-    def say(line: str) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:  # an xdist worker: its stderr reaches the terminal
-            stderr_line(line)
-        else:
-            reporter.write_line(line)
-
-    return say
-
-
-def _warm(config: pytest.Config) -> WarmStart | None:
+def _warm(config: pytest.Config) -> _warm_start.WarmStart | None:
     """The session's warm start, where it may start a zygote."""
     warm = config.stash.get(_WARM, None)
     if warm is None or config.option.collectonly or runner.fresh_by_option(config):
@@ -173,30 +141,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     the collection imported. None: no zygote."""
     warm = _warm(session.config)
     if warm is None or not any(runner.isolation_of(i) is not None for i in session.items):
-        session_fork.stop_watching()
-        fresh_state.release()
-        if warm is not None:
-            warm.close()
-        return
-    plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
-               if isinstance(p, types.ModuleType)]  # fmt: skip
-    names = candidates(dict(sys.modules), plugins)
-
-    def fork_here() -> Zygote:
-        env = zygote_environment(os.environ)
-        return session_fork.fork_zygote(session, _as_test_process, env)
-
-    warm.collected(names, os.environ, fork_here if warm.fork_session else None)
-    session_fork.stop_watching()
-    fresh_state.release()  # the tests run here (and the forks) with the user's BLAS threads
+        _warm_start.end(warm)
+    else:
+        _warm_start.after_collection(session, warm, _as_test_process)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session_fork.stop_watching()  # the session ended before its collection did
-    fresh_state.release()
-    warm = config.stash.get(_WARM, None)
-    if warm is not None:
-        warm.close()
+    _warm_start.end(config.stash.get(_WARM, None))
 
 
 def _is_child(config: pytest.Config) -> bool:

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 import pytest
 
+from ddpkit._runtime.ranks._scratch import make_private_dir, sweep_stale_dirs
 from ddpkit.errors import MisconfigurationError
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
+from ddpkit.testing._warm_start import ForkRequest, WarmStart, Zygote, ZygoteError
 from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
 from ddpkit.testing.markers import (
     DistributedSpec,
@@ -27,10 +28,8 @@ from ddpkit.testing.markers import (
 from ddpkit.testing.report import distributed_reports, failed_reports, standalone_reports
 from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_args, pytest_command
 from ddpkit.testing.supervise import Job
-from ddpkit.testing.warm import WarmStart
-from ddpkit.testing.worker import ForkRequest, child_environment
-from ddpkit.testing.zygote import Zygote, ZygoteError
-from ddpkit.utilities.ports import bind_free_port
+from ddpkit.testing.worker import child_environment
+from ddpkit.utilities._ports import bind_free_port
 
 __all__ = ["fresh_by_option", "isolation_of", "run", "spec_of", "suite_timeout", "timeout_of"]
 

@@ -26,7 +26,7 @@ from ddpkit._runtime.process.context import ChildFailed, ProcessContext, TimedOu
 from ddpkit._runtime.process.proc import Proc, Rank, start_popen
 from ddpkit.errors import RankFailure
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 __all__ = [
     "Job",

@@ -25,12 +25,12 @@ from ddpkit.__about__ import __version__
 from ddpkit.callbacks.dispatch import Dispatcher
 from ddpkit.core.saving import HPARAMS_KEY, load_checkpoint
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
-from ddpkit.plugins.precision.base import PrecisionPlugin
+from ddpkit.plugins.precision._base import PrecisionPlugin
 from ddpkit.trainer._lightning_loops import LIGHTNING_FORMAT, fit_loop_state, read_position
 from ddpkit.trainer.optim import SchedulerConfig
 from ddpkit.trainer.state import LoopState
-from ddpkit.utilities.files import atomic_write, sweep_partials
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._files import atomic_write, sweep_partials
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = [
     "atomic_save",
@@ -44,13 +44,13 @@ __all__ = [
 
 def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """``torch.save`` to a temporary file in the same folder, fsync, rename (ddpkit's one
-    atomic write, :func:`~ddpkit.utilities.files.atomic_write`).
+    atomic write, :func:`~ddpkit.utilities._files.atomic_write`).
 
     A crash at any point leaves either the previous file or the new one, never a truncated one
     (rename within one file system is atomic). The temporary file is removed when the save
     raises; a process killed outright (SIGKILL, power loss) can leave it behind as a hidden
     sibling ``.<name>.<writer>.<random>.tmp``, which no ``*.ckpt`` pattern matches: the next save
-    in the folder removes it (:func:`~ddpkit.utilities.files.sweep_partials`) once its writer is
+    in the folder removes it (:func:`~ddpkit.utilities._files.sweep_partials`) once its writer is
     gone.
     """
     target = Path(path)

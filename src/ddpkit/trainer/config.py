@@ -27,7 +27,7 @@ from ddpkit.trainer.keywords import (
     unknown_keyword,
 )
 from ddpkit.trainer.legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["LOOP_KEYWORDS", "LoopConfig", "build_config"]
 

@@ -7,15 +7,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from ddpkit.accelerators.base import LoaderHooks
+from ddpkit.accelerators._base import LoaderHooks
 from ddpkit.callbacks.dispatch import Dispatcher, module_hook
 from ddpkit.core.batch import move_to_device
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.precision._base import PrecisionPlugin
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer.config import LoopConfig
 from ddpkit.trainer.data import distribute
 from ddpkit.trainer.state import LoopState
-from ddpkit.utilities.seed import configured_seed
+from ddpkit.utilities._seed import configured_seed
 
 __all__ = ["StageContext", "on_host"]
 

@@ -22,8 +22,8 @@ from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.core.batch import move_to_device
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.loaders import index_sampler, rebuild_loader, user_batch_sampler
-from ddpkit.utilities.reprs import safe_repr
-from ddpkit.utilities.seed import ENV_SEED_WORKERS, worker_init_function
+from ddpkit.utilities._reprs import safe_repr
+from ddpkit.utilities._seed import ENV_SEED_WORKERS, worker_init_function
 
 __all__ = [
     "ShardSampler",

@@ -16,8 +16,8 @@ from ddpkit.callbacks.dispatch import is_callback
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._durations import parse_duration
 from ddpkit.utilities._paths import refuse_nul
-from ddpkit.utilities.reprs import safe_repr
-from ddpkit.utilities.suggest import did_you_mean
+from ddpkit.utilities._reprs import safe_repr
+from ddpkit.utilities._suggest import did_you_mean
 
 __all__ = [
     "bad",

@@ -15,7 +15,7 @@ from typing import Any
 from ddpkit._compat_1x.keywords import ROWS, as_call
 from ddpkit.errors import DDPKitDeprecationWarning
 from ddpkit.trainer.keywords import bad, call
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = ["LEGACY_MAPPED", "LEGACY_REFUSED", "map_legacy"]
 

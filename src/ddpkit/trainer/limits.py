@@ -9,7 +9,7 @@ from typing import Any
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer.context import StageContext
-from ddpkit.utilities.rank_zero import rank_zero_info
+from ddpkit.utilities._rank_zero import rank_zero_info
 
 __all__ = [
     "can_stop",

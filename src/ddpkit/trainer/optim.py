@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["SchedulerConfig", "check_automatic", "parse_optimizers"]
 

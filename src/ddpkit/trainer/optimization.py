@@ -19,12 +19,12 @@ from torch import nn
 from ddpkit._compat_1x.optimizer_hooks import as_2x, takes_optimizer_idx
 from ddpkit.callbacks.dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.precision.base import PrecisionPlugin
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.plugins.precision._base import PrecisionPlugin
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
+from ddpkit.trainer._evaluation import warn_legacy_hook
 from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.evaluation import warn_legacy_hook
 from ddpkit.trainer.optim import SchedulerConfig
-from ddpkit.utilities.rank_zero import rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 __all__ = ["Optimization", "StepModule", "StepOptimizer", "loss_of", "outputs_of", "step_scheduler"]
 

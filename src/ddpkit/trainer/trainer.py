@@ -12,28 +12,26 @@ from torch import nn
 from ddpkit._lightning_surface import LightningCounterpart, ReadOnlySettings, check_defined
 from ddpkit._runtime.restart.checks import check_restarts
 from ddpkit._runtime.restart.resume import rng_states
-from ddpkit.accelerators.base import Accelerator
+from ddpkit.accelerators._base import Accelerator
 from ddpkit.callbacks.checkpoint import ModelCheckpoint
 from ddpkit.callbacks.dispatch import merge_callbacks
 from ddpkit.callbacks.summary import ModelSummary
 from ddpkit.callbacks.timer import Timer
 from ddpkit.connector import AcceleratorConnector, Flags
-from ddpkit.connector.flags import DEVICE_FLAGS
+from ddpkit.connector._flags import DEVICE_FLAGS
 from ddpkit.errors import MisconfigurationError
-from ddpkit.loggers.csv import CSVLogger
-from ddpkit.plugins.training_type.base import TrainingTypePlugin
+from ddpkit.loggers._csv import CSVLogger
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
+from ddpkit.trainer._evaluation import print_results
 from ddpkit.trainer._fit_port import KeptCheckpoint
+from ddpkit.trainer._loop import StageRequest, run_stage
+from ddpkit.trainer._properties import TrainerProperties
+from ddpkit.trainer._stage import check_folders, check_model, folders_of, split_datamodule
 from ddpkit.trainer.checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer.config import LOOP_KEYWORDS, LoopConfig, build_config
-from ddpkit.trainer.loop import StageRequest, run_stage
-from ddpkit.trainer.loop_properties import LoopProperties
-from ddpkit.trainer.preflight import check_folders, folders_of
-from ddpkit.trainer.properties import ConfigProperties, ConnectorProperties
-from ddpkit.trainer.results_table import print_results
-from ddpkit.trainer.stage import check_model, split_datamodule
 from ddpkit.trainer.state import LoopState, StageOutput
-from ddpkit.utilities.rank_zero import rank_zero_info
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._rank_zero import rank_zero_info
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["Trainer"]
 
@@ -88,9 +86,7 @@ def _check_verbose(stage: str, verbose: Any) -> None:
         )
 
 
-class Trainer(
-    LightningCounterpart, ReadOnlySettings, ConnectorProperties, ConfigProperties, LoopProperties
-):
+class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     """Train a module on one CPU, many CPU processes, GPUs or a cluster — chosen by flags.
 
     Device flags (see ``docs/flags.md`` for what each combination resolves to): ``accelerator``,

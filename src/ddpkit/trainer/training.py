@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.trainer._evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.context import StageContext
 from ddpkit.trainer.data import epoch_batches, num_batches, set_sampler_epoch
-from ddpkit.trainer.evaluation import evaluate, log_epoch_row, warn_legacy_hook
 from ddpkit.trainer.limits import (
     can_stop,
     check_val_interval,

@@ -1,5 +1,5 @@
 """Small helpers shared across ddpkit."""
 
-from ddpkit.utilities.seed import seed_everything
+from ddpkit.utilities._seed import seed_everything
 
 __all__ = ["seed_everything"]

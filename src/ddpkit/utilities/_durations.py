@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["parse_duration"]
 

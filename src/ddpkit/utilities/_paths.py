@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities.reprs import safe_repr
+from ddpkit.utilities._reprs import safe_repr
 
 __all__ = ["refuse_nul"]
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddpkit.utilities.procs import process_table
+from ddpkit.utilities._procs import process_table
 
 __all__ = ["SCRIPT", "FaultRun", "listening_sockets", "run_fault", "session_pids"]
 

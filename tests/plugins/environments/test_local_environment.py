@@ -11,9 +11,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import Trainer
+from ddpkit._runtime.launch._env import require_rendezvous
 from ddpkit.connector import AcceleratorConnector, Flags, resolve
 from ddpkit.errors import MisconfigurationError
-from ddpkit.launchers.env import require_rendezvous
 from ddpkit.plugins.environments import LocalEnvironment
 from ddpkit.testing import make_probe
 

@@ -10,7 +10,7 @@ from captured import scenarios, slurm
 from ddpkit.connector import Flags, resolve
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments import SLURMEnvironment
-from ddpkit.plugins.environments.slurm import (
+from ddpkit.plugins.environments._slurm import (
     expand_nodelist,
     expand_tasks_per_node,
     slurm_local_reason,
@@ -109,7 +109,7 @@ def test_expand_tasks_per_node_rejects_what_it_cannot_read() -> None:
         expand_tasks_per_node("2(y3)")
 
 
-# (scenario, is it a task of SLURM's ranks?) — see the table in ddpkit.plugins.environments.slurm
+# (scenario, is it a task of SLURM's ranks?) — see the table in ddpkit.plugins.environments._slurm
 DETECTION = {
     "srun_ntasks2": True,
     "srun_bash_c": True,  # job name "bash": a wrapped launch, still srun's tasks

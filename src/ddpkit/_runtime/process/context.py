@@ -34,8 +34,8 @@ from ddpkit._runtime.process.ending import (
 from ddpkit._runtime.process.proc import Proc, Rank
 from ddpkit._runtime.process.signals import SignalFlag, exit_exception
 from ddpkit._runtime.process.starter import start_in_lifetime_thread
+from ddpkit._runtime.ranks._stall import StallReport
 from ddpkit.errors import ChildFailedError, RankFailure
-from ddpkit.ranks.stall import StallReport
 
 
 @dataclass(frozen=True)

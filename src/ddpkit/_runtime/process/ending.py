@@ -22,23 +22,13 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from ddpkit._runtime.process.proc import Rank
+from ddpkit._runtime.ranks._errorfile import ErrorRecord, raised
+from ddpkit._tracebacks import verbose
 from ddpkit.errors import RankFailure
-from ddpkit.ranks.errorfile import ErrorRecord, raised
-from ddpkit.tracebacks import verbose
-from ddpkit.utilities import procs
+from ddpkit.utilities import _procs as procs
 
 # The timing constants are importable too; __all__ leaves them out, as elsewhere in ddpkit,
 # because ruff and tests/test_public_api.py sort SCREAMING_CASE names differently.
-__all__ = [
-    "Blame",
-    "Ending",
-    "RecordOf",
-    "blame_of",
-    "choose_root",
-    "end_job",
-    "fates",
-    "first_failure",
-]
 
 #: how long a rank has between SIGTERM and SIGKILL
 GRACE_SECONDS = 3.0

@@ -1,19 +1,19 @@
 """A job's private scratch directory and what its ranks leave there: each rank's error file
-and stage counter (the rank's side writes them: :mod:`ddpkit.ranks.errorfile`,
-:mod:`ddpkit.ranks.protocol`)."""
+and stage counter (the rank's side writes them: :mod:`ddpkit._runtime.ranks._errorfile`,
+:mod:`ddpkit._runtime.ranks._protocol`)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from ddpkit.ranks.errorfile import ErrorRecord, read_error_file
-from ddpkit.ranks.scratch import make_private_dir, sweep_stale_dirs
+from ddpkit._runtime.ranks._errorfile import ErrorRecord, read_error_file
+from ddpkit._runtime.ranks._scratch import make_private_dir, sweep_stale_dirs
 
 
 class JobFiles:
-    """The job's directory (:mod:`ddpkit.ranks.scratch`: 0700, each file 0600), made when the
-    job starts and removed by :meth:`close` on every exit path; a launcher SIGKILLed before it
+    """The job's directory (:mod:`ddpkit._runtime.ranks._scratch`: 0700, each file 0600), made when
+    the job starts and removed by :meth:`close` on every exit path; a launcher SIGKILLed before it
     could remove its own leaves one that the next job's sweep removes."""
 
     def __init__(self) -> None:

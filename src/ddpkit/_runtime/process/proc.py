@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ddpkit.ranks.lifeline import preexec_for_rank
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 
 
 class Proc(Protocol):
@@ -127,9 +127,10 @@ def start_popen(
 ) -> subprocess.Popen[bytes]:
     """Start ``command``: stdin from /dev/null, output to ``log`` (None: this process's), its
     own process group (``new_session``: its own session, which every process it starts joins)
-    and ``death_signal`` when this process dies (:func:`ddpkit.ranks.lifeline.preexec_for_rank`:
-    SIGTERM for a rank, whose handlers may end it cleanly; SIGKILL for an isolated test's
-    process). ``OSError`` when it cannot start."""
+    and ``death_signal`` when this process dies
+    (:func:`ddpkit._runtime.ranks._lifeline.preexec_for_rank`: SIGTERM for a rank, whose handlers
+    may end it cleanly; SIGKILL for an isolated test's process). ``OSError`` when it cannot
+    start."""
     preexec = preexec_for_rank(os.getpid(), own_group=not new_session, death_signal=death_signal)
     with open(log, "ab") if log is not None else contextlib.nullcontext() as out:
         return subprocess.Popen(

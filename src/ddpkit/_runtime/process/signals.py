@@ -21,8 +21,6 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["SIGNALS", "SignalFlag", "exit_exception"]
-
 #: the signals a supervising launcher forwards to its ranks
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -1,11 +1,11 @@
 """Ranks are started from one thread that lives as long as the process.
 
 A rank asks the kernel for a signal when its parent dies (``PR_SET_PDEATHSIG``, see
-:mod:`ddpkit.ranks.lifeline`), and Linux means by "parent" the *thread* that forked it. A rank
-forked by a worker thread would therefore be ended the moment that thread returns, even though the
-launching process lives on (a ``fit`` run from a worker thread, then a second ``fit`` from another
-thread, would find its ranks killed). So every launcher forks from this one daemon thread, which
-ends only with the process.
+:mod:`ddpkit._runtime.ranks._lifeline`), and Linux means by "parent" the *thread* that forked it. A
+rank forked by a worker thread would therefore be ended the moment that thread returns, even though
+the launching process lives on (a ``fit`` run from a worker thread, then a second ``fit`` from
+another thread, would find its ranks killed). So every launcher forks from this one daemon thread,
+which ends only with the process.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
-
-__all__ = ["start_in_lifetime_thread"]
 
 T = TypeVar("T")
 

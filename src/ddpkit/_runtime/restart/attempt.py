@@ -9,14 +9,14 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from ddpkit.ranks.names import (
+from ddpkit._runtime.ranks._names import (
     ENV_MAX_RESTARTS,
     ENV_RESTART_CAUSE,
     ENV_RESTART_COUNT,
     ENV_RUN_DIR,
     ENV_RUN_STARTED,
 )
-from ddpkit.utilities.procs import started_at
+from ddpkit.utilities._procs import started_at
 
 
 def _int(value: str | None) -> int:

@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit._runtime.restart.attempt import Attempt
+from ddpkit._tracebacks import first_line
 from ddpkit.errors import ChildFailedError, LaunchError, MisconfigurationError
-from ddpkit.ranks.scratch import make_private_dir
-from ddpkit.tracebacks import first_line
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ from typing import TypeVar
 from ddpkit._runtime.restart.attempt import current_attempt, in_process
 from ddpkit._runtime.restart.port import Checkpointing, FitLoop
 from ddpkit._runtime.restart.resume import KEPT_NAME
-from ddpkit.utilities import rng
+from ddpkit.utilities import _rng as rng
 
 R = TypeVar("R")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ddpkit._runtime.restart.attempt import Attempt, current_attempt
 from ddpkit._runtime.restart.port import FitLoop, Ranks
-from ddpkit.utilities import rng
+from ddpkit.utilities import _rng as rng
 
 #: the file ddpkit keeps in the run folder when the user has no ModelCheckpoint
 KEPT_NAME = "restart.ckpt"

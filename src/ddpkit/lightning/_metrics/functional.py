@@ -13,9 +13,7 @@ import torch
 import torchmetrics.functional
 
 from ddpkit.errors import DDPKitDeprecationWarning
-from ddpkit.utilities.rank_zero import rank_zero_warn
-
-__all__ = ["accuracy", "task_of"]
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 _warned: set[str] = set()
 

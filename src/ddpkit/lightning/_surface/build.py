@@ -30,8 +30,6 @@ from typing import Any
 from ddpkit.lightning import _surface
 from ddpkit.lightning._surface import members, refusals, rules
 
-__all__ = ["UnresolvedError", "build_table", "dumps"]
-
 _PACKAGES = ("pytorch_lightning", "lightning_fabric", "lightning_utilities")
 _PREFER = {name: rank for rank, name in enumerate(_PACKAGES)}
 

@@ -3,8 +3,6 @@ is refused (with the 2.x fix) or out of scope."""
 
 from __future__ import annotations
 
-__all__ = ["HOOKS", "MEMBER_RULES", "OWNERS"]
-
 _REFUSED, _OUT = "refused", "out of scope"
 
 #: owner class → its name in ddpkit.lightning._adapters.ADAPTED

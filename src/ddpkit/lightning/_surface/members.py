@@ -25,8 +25,6 @@ from typing import Any
 
 from ddpkit.lightning._surface.member_rules import HOOKS, MEMBER_RULES, OWNERS
 
-__all__ = ["member_table", "role"]
-
 
 def role(owner: str, name: str) -> str:
     """``"hook"`` or ``"api"`` (see the module)."""

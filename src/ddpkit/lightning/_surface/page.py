@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-__all__ = ["render"]
-
 _INTRO = """\
 # The Lightning 1.x surface on ddpkit.lightning
 

@@ -4,8 +4,6 @@ refused (with the 2.x fix) or out of scope: the rules the table builder applies
 
 from __future__ import annotations
 
-__all__ = ["MODULE_RULES", "NAME_RULES", "NOT_SERVED", "OUT", "REFUSED"]
-
 #: The two statuses of a name ddpkit.lightning does not serve.
 REFUSED, OUT = "refused", "out of scope"
 

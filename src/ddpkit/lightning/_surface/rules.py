@@ -9,8 +9,6 @@ itself, and fails for any 1.x entry these rules leave without a status. Targets 
 
 from __future__ import annotations
 
-__all__ = ["MOVED_MODULES", "PROVIDED", "PROVIDED_MODULES", "SUBSTITUTES"]
-
 _PL = "pytorch_lightning"
 _FABRIC_ENV = "lightning_fabric.plugins.environments"
 

@@ -1,6 +1,6 @@
 """Distributed data parallel: one process per device, gradients all-reduced every step.
 
-The user's process is rank 0 of its node; see :class:`ddpkit.launchers.SubprocessLauncher` for
+The user's process is rank 0 of its node; see :class:`ddpkit._runtime.launch.SubprocessLauncher` for
 the exact child command and environment. Under torchrun or srun, nothing is launched: every rank
 was started by them.
 
@@ -33,22 +33,22 @@ from typing import Any, ClassVar
 import torch
 import torch.distributed as dist
 
-from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.environments.local import LocalEnvironment
-from ddpkit.plugins.training_type.collectives import DistributedCollectives
-from ddpkit.plugins.training_type.ddp_options import DEFAULT_TIMEOUT, DDPOptions
-from ddpkit.plugins.training_type.process_group import (
+from ddpkit._runtime.ranks._names import ENV_JOB_KEY
+from ddpkit._runtime.ranks._protocol import rank_stage
+from ddpkit._runtime.ranks._rendezvous import Rendezvous, host_for
+from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog
+from ddpkit.plugins.environments._base import ClusterEnvironment
+from ddpkit.plugins.environments._local import LocalEnvironment
+from ddpkit.plugins.training_type._collectives import DistributedCollectives
+from ddpkit.plugins.training_type._ddp_options import DEFAULT_TIMEOUT, DDPOptions
+from ddpkit.plugins.training_type._process_group import (
     COLLECTIVE_SLACK,
     agent_store,
     init_process_group,
     start_watchdog,
 )
-from ddpkit.plugins.training_type.unused import unused_parameters_error
-from ddpkit.ranks.names import ENV_JOB_KEY
-from ddpkit.ranks.protocol import rank_stage
-from ddpkit.ranks.rendezvous import Rendezvous, host_for
-from ddpkit.ranks.stall import StallReport, StallWatchdog
-from ddpkit.utilities.seed import reset_seed
+from ddpkit.plugins.training_type._unused import unused_parameters_error
+from ddpkit.utilities._seed import reset_seed
 
 __all__ = ["DDPPlugin"]
 

@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 import torch
 
-from ddpkit.plugins.environments.base import ClusterEnvironment
-from ddpkit.plugins.training_type.base import plugin_call
+from ddpkit.plugins.environments._base import ClusterEnvironment
+from ddpkit.plugins.training_type._base import plugin_call
+from ddpkit.plugins.training_type._ddp_options import check_start_method
 from ddpkit.plugins.training_type.ddp import DDPPlugin
-from ddpkit.plugins.training_type.ddp_options import check_start_method
 
 __all__ = ["DDPSpawnPlugin"]
 

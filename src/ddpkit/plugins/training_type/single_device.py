@@ -7,7 +7,7 @@ from typing import ClassVar
 import torch
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.plugins.training_type.base import TrainingTypePlugin, plugin_call
+from ddpkit.plugins.training_type._base import TrainingTypePlugin, plugin_call
 
 __all__ = ["SingleDevicePlugin"]
 

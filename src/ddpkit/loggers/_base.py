@@ -1,0 +1,277 @@
+"""``Logger``: the interface of every logger (Lightning's), and what they share.
+
+The loop calls a logger on every rank (as Lightning does); a ddpkit logger writes on global rank
+zero only — elsewhere its methods return at once and ``experiment`` is a stand-in that accepts
+any call. Before each stage the loop calls :meth:`Logger.attach` on every rank with the rank and
+rank zero's version, so every rank (and the checkpoint directory) names the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from abc import ABC, abstractmethod
+from argparse import Namespace
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ddpkit._lightning_surface import LightningCounterpart
+from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._files import atomic_write
+from ddpkit.utilities._paths import refuse_nul
+from ddpkit.utilities._reprs import safe_repr
+
+
+class DummyExperiment:
+    """What ``experiment`` is on the ranks that do not write: every call does nothing."""
+
+    def nop(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getattr__(self, _: str) -> Any:
+        return self.nop
+
+    def __getitem__(self, idx: int) -> DummyExperiment:
+        return self
+
+
+def next_version(root: str | os.PathLike[str]) -> int:
+    """One more than the largest ``version_N`` folder under ``root`` (0 when there is none)."""
+    folder = Path(root)
+    if not folder.is_dir():
+        return 0
+    found = [
+        int(m.group(1))
+        for entry in folder.iterdir()
+        if entry.is_dir() and (m := re.fullmatch(r"version_(\d+)", entry.name))
+    ]
+    return max(found) + 1 if found else 0
+
+
+def scalar(value: Any) -> float:
+    """A logged value as a float (a one-element tensor, a number)."""
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().float().cpu())
+    return float(value)
+
+
+def flatten_params(params: Mapping[str, Any] | Namespace, prefix: str = "") -> dict[str, Any]:
+    """``{"opt": {"lr": 1}}`` → ``{"opt/lr": 1}`` (Lightning's separator)."""
+    if isinstance(params, Namespace):
+        params = vars(params)
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Namespace):
+            value = vars(value)
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten_params(value, f"{name}/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+def convert_params(params: Mapping[str, Any] | Namespace | None) -> dict[str, Any]:
+    """Hyperparameters as a dict, every ``Namespace`` in them a dict too (what
+    ``hparams.yaml`` holds, nested as given)."""
+    if params is None:
+        return {}
+    if isinstance(params, Namespace):
+        params = vars(params)
+    return {
+        key: convert_params(value) if isinstance(value, Namespace) else value
+        for key, value in params.items()
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, Namespace):
+        return _jsonable(vars(value))
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+class Logger(LightningCounterpart, ABC):
+    """A logger: ``log_metrics`` and ``log_hyperparams``, and where its files go."""
+
+    #: Lightning's separator for a prefix and for nested hyperparameter names
+    LOGGER_JOIN_CHAR = "-"
+
+    def __init__(self) -> None:
+        self._rank = 0
+
+    @property
+    @abstractmethod
+    def name(self) -> str | None:
+        """The experiment's name (a folder under ``save_dir``)."""
+
+    @property
+    @abstractmethod
+    def version(self) -> int | str | None:
+        """The run's version (``version_N`` folder); resolved on first use."""
+
+    @property
+    def save_dir(self) -> str | None:
+        return None
+
+    @property
+    def root_dir(self) -> str | None:
+        return None
+
+    @property
+    def log_dir(self) -> str | None:
+        return None
+
+    @property
+    def group_separator(self) -> str:
+        return "/"
+
+    @property
+    def rank(self) -> int:
+        """The global rank this logger runs on (set by :meth:`attach`)."""
+        return self._rank
+
+    def attach(self, global_rank: int, version: int | str | None) -> None:
+        """Called by the loop on every rank before a stage: this rank and rank zero's version."""
+        self._rank = global_rank
+        self._set_version(version)
+
+    def _set_version(self, version: int | str | None) -> None:
+        """Fix the version (a subclass that resolves one lazily keeps it)."""
+
+    @abstractmethod
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None: ...
+
+    @abstractmethod
+    def log_hyperparams(
+        self, params: Mapping[str, Any] | Namespace, *args: Any, **kw: Any
+    ) -> None: ...
+
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """Record the model's graph (only where a logger supports it)."""
+
+    def save(self) -> None:
+        """Write what is buffered."""
+
+    def finalize(self, status: str) -> None:
+        """The stage ended (``status``: "success" or "failed"): write and close."""
+        self.save()
+
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """A checkpoint was written."""
+
+
+def check_folder_arguments(
+    call: str, save_dir: Any, name: Any, version: Any, prefix: Any = ""
+) -> None:
+    """What every folder logger checks when it is built: ``call`` is how the messages quote it
+    (``CSVLogger(save_dir=3)``)."""
+    kind = call.split("(")[0]
+    for name_, value in (("save_dir", save_dir), ("name", name), ("version", version)):
+        refuse_nul(kind, name_, value)
+    if isinstance(save_dir, bytes) or not isinstance(save_dir, str | os.PathLike):
+        raise MisconfigurationError(
+            f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "
+            f"{call.split('(')[0]}('logs')."
+        )
+    if os.path.exists(save_dir) and not os.path.isdir(save_dir):
+        raise MisconfigurationError(
+            f"{call}: save_dir={os.fspath(save_dir)!r} is a file, not a folder. Fix: pass a "
+            f"folder (it is created if missing), e.g. its parent, "
+            f"{os.path.dirname(os.path.abspath(save_dir))!r}."
+        )
+    if name is not None and not isinstance(name, str):
+        raise MisconfigurationError(
+            f"{call}: name is the experiment's folder under save_dir, a str (None or '' for "
+            f"none). Fix: name='lightning_logs'."
+        )
+    bad_int = isinstance(version, bool) or (isinstance(version, int) and version < 0)
+    if bad_int or (version is not None and not isinstance(version, int | str)):
+        raise MisconfigurationError(
+            f"{call}: version is None (the next free version_N), an int ≥ 0 (version_<int>) "
+            f"or a folder name (str). Fix: version=None."
+        )
+    if not isinstance(prefix, str):
+        raise MisconfigurationError(f"{call}: prefix must be a str. Fix: prefix=''.")
+
+
+def logger_call(kind: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+    """``CSVLogger(save_dir='logs', name=3)``: the constructor call for messages, with the
+    arguments that differ from their defaults (safe reprs)."""
+
+    def is_default(name: str, value: Any) -> bool:
+        default = defaults.get(name, _NO_DEFAULT)
+        return value is default or (type(value) is type(default) and value == default)
+
+    shown = [f"{k}={safe_repr(v)}" for k, v in given.items() if not is_default(k, v)]
+    return f"{kind}({', '.join(shown)})"
+
+
+_NO_DEFAULT = object()
+
+
+class FolderLogger(Logger):
+    """A logger that writes under ``<save_dir>/<name>/version_<N>`` (Lightning's layout):
+    ``version=None`` takes the next free number when first asked, a string is the folder's own
+    name, and ``name=""`` writes into ``save_dir`` itself."""
+
+    def __init__(
+        self, save_dir: str | os.PathLike[str], name: str | None, version: int | str | None
+    ) -> None:
+        super().__init__()
+        self._save_dir = os.fspath(save_dir)
+        self._name = name or ""
+        self._version = version
+
+    def folders_to_write(self) -> list[str]:
+        """Where this logger will write (checked before a run starts: a file in the way or a
+        read-only folder is an error then, not after an epoch)."""
+        return [self.root_dir]
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def version(self) -> int | str:
+        if self._version is None:
+            self._version = next_version(self.root_dir)
+        return self._version
+
+    def _set_version(self, version: int | str | None) -> None:
+        if version is not None:
+            self._version = version
+
+    @property
+    def save_dir(self) -> str:
+        return self._save_dir
+
+    @property
+    def root_dir(self) -> str:
+        # No name: the save folder itself, as Lightning 1.x's (2.x's join leaves a trailing "/")
+        return os.path.join(self._save_dir, self._name) if self._name else self._save_dir
+
+    def _version_dir(self) -> str:
+        """``root_dir`` joined with the version's folder name."""
+        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
+        return os.path.join(self.root_dir, version) if version else self.root_dir
+
+
+def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
+    """``hparams.yaml`` as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written
+    atomically."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n"
+    atomic_write(target, text.encode())

@@ -1,0 +1,297 @@
+"""The warm start: a zygote process that imports torch (and the installed libraries the tests
+import) once per pytest session and forks one clean process per rank per test.
+
+::
+
+    parent pytest                                   zygote (python -c BOOT)
+      Zygote.start(names, env)   --- starts --->     preloads (preload.py), checks
+                                                     that a fork is safe, gc.freeze()
+                                 <--- ready -----    what it preloaded, left, read, or why a
+                                                     fork is unsafe
+      zygote.extend(names)       --- preload --->    the same, for more modules
+                                 <--- ready -----
+      zygote.fork(ForkRequest)   --- request --->    fork(): the child runs the test
+                (+ descriptors)                      (forked.run_forked)
+                                 <--- started ---    its pid
+                                 <--- exit ------    its exit status, once it is reaped
+      zygote.close()             --- EOF ------->    SIGKILL to what still runs, exit
+
+The two talk over a ``SOCK_SEQPACKET`` socket pair (one JSON message a packet; descriptors ride
+along as ``SCM_RIGHTS``). The zygote dies with the parent (parent-death signal, and the socket's
+EOF); each forked process leads a session of its own and dies with the zygote. Nothing of a test
+runs in the zygote: it only imports, forks and reaps, so every fork starts from the same clean
+state and the crash of one never reaches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ddpkit._runtime.process.proc import Proc
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
+from ddpkit._runtime.ranks._scratch import make_private_dir
+from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE
+from ddpkit.testing.supervise import tail
+
+#: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
+#: OpenBLAS's thread pools before its first import (:mod:`fresh_state`).
+BOOT = (
+    "import ddpkit.testing._warm_start.fresh_state as fresh; fresh.hold(); "
+    "import ddpkit.testing._warm_start.zygote_server as server; server.main()"
+)
+
+
+def _dies_with_this_process() -> Callable[[], None]:
+    """SIGKILL when this pytest dies (it leads a session of its own: no group to make)."""
+    return preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
+
+
+class ZygoteError(Exception):
+    """The zygote could not start, or died."""
+
+
+@dataclass(frozen=True)
+class ZygoteInfo:
+    """What the zygote said when it was ready."""
+
+    pid: int
+    loaded: int
+    """How many modules it holds."""
+    left: Mapping[str, str]
+    """Modules it left to each test, and why."""
+    reads: frozenset[str]
+    """The variables its preloads read: a test whose environment differs in one of them needs
+    another zygote."""
+    hazard: str | None
+    """Why a fork from it is unsafe; None when it is safe."""
+    seconds: float
+    whole_env: bool = False
+    """Its modules were imported by the parent pytest (a fork of the session): a test whose
+    environment differs in any variable but the per-test ones needs another zygote."""
+
+
+class ZygoteProcess(Proc, Protocol):
+    """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
+    or a fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`)."""
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+class ForkedProcess:
+    """A test process the zygote forked, seen from the parent (``Popen``'s interface)."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self._zygote = zygote
+        self.pid = pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._zygote.exit_code(self.pid)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._zygote.pump(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            code = self.returncode
+            if code is not None:
+                return code
+            left = 0.5 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+            self._zygote.pump(min(left, 0.5))
+
+
+class Zygote:
+    """The parent's handle on the zygote process."""
+
+    def __init__(
+        self,
+        proc: ZygoteProcess,
+        sock: socket.socket,
+        directory: Path,
+        env: Mapping[str, str],
+    ) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.directory = directory
+        self.env = env
+        """The environment it was started with: what its preloads saw."""
+        self.info: ZygoteInfo | None = None
+        self._started: dict[int, int] = {}
+        self._exits: dict[int, int] = {}
+        self._forked: set[int] = set()
+        self._next_id = 0
+        self._closed = False
+        self._loads_asked = 1  # the list it was started with
+        self._loads_done = 0
+
+    @classmethod
+    def start(cls, names: Sequence[str], env: Mapping[str, str], cwd: Path) -> Zygote:
+        """Start a zygote that preloads ``names`` with ``env``; :meth:`ready` waits for it."""
+        # 0700, named for this process: if it is SIGKILLed, the next launch's sweep removes it.
+        directory = make_private_dir()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_MESSAGE)
+            (directory / "preload.json").write_text(json.dumps(list(names)))
+            child_env = dict(env)
+            child_env[ENV_ZYGOTE_FD] = str(theirs.fileno())
+            child_env[ENV_ZYGOTE_PRELOAD] = str(directory / "preload.json")
+            # The death signal follows the thread that started the process: from any thread
+            # but the main one it would end the zygote with that thread.
+            on_main = threading.current_thread() is threading.main_thread()
+            with open(directory / "zygote.log", "ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", BOOT],
+                    env=child_env,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                    preexec_fn=_dies_with_this_process() if on_main else None,
+                )
+        except BaseException:
+            ours.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        return cls(proc, ours, directory, dict(env))
+
+    # -- what the zygote says ---------------------------------------------------------------------
+
+    def _dispatch(self, message: Mapping[str, Any]) -> None:
+        if "ready" in message:
+            self._loads_done += 1
+            self.info = ZygoteInfo(
+                pid=self.proc.pid,
+                loaded=int(message["loaded"]),
+                left=dict(message["left"]),
+                reads=frozenset(message["reads"]),
+                hazard=message["hazard"],
+                seconds=float(message["seconds"]),
+                whole_env=bool(message.get("whole_env", False)),
+            )
+        elif "started" in message:
+            pid = int(message["pid"])
+            self._started[int(message["started"])] = pid
+            self._forked.add(pid)
+        elif "exit" in message:
+            self._exits[int(message["exit"])] = int(message["code"])
+
+    def _lost(self) -> None:
+        """The zygote is gone: every process it forked died with it (SIGKILL)."""
+        if not self._closed:
+            self._closed = True
+            self.sock.close()
+        for pid in self._forked:
+            self._exits.setdefault(pid, -signal.SIGKILL)
+
+    def pump(self, timeout: float) -> None:
+        """Read what the zygote said, waiting up to ``timeout`` seconds for its first message."""
+        if self._closed:
+            time.sleep(max(0.0, timeout))
+            return
+        wait = timeout
+        while True:
+            try:
+                readable, _, _ = select.select([self.sock], [], [], wait)
+                if not readable:
+                    return
+                raw = self.sock.recv(MAX_MESSAGE)
+            except OSError:
+                raw = b""
+            if not raw:
+                self._lost()
+                return
+            self._dispatch(json.loads(raw))
+            wait = 0
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self.proc.poll() is None
+
+    def exit_code(self, pid: int) -> int | None:
+        return self._exits.get(pid)
+
+    def extend(self, names: Sequence[str]) -> None:
+        """Have the zygote preload more modules (those the collection imported, after a start
+        with a few while it ran); :meth:`ready` waits for them too."""
+        try:
+            self.sock.send(json.dumps({"preload": list(names)}).encode())
+        except OSError:
+            self._lost()
+            return
+        self._loads_asked += 1
+
+    def ready(self, timeout: float) -> ZygoteInfo:
+        """Wait until the zygote has preloaded; :class:`ZygoteError` if it cannot."""
+        deadline = time.monotonic() + timeout
+        while self.info is None or self._loads_done < self._loads_asked:
+            if not self.alive:
+                raise ZygoteError(self._death())
+            if time.monotonic() >= deadline:
+                self.close()
+                raise ZygoteError(f"the zygote was not ready after {timeout:g} s")
+            self.pump(0.05)
+        return self.info
+
+    def _death(self) -> str:
+        code = self.proc.poll()
+        last = tail(self.directory / "zygote.log", lines=3).strip().replace("\n", " | ")
+        how = "it closed its socket" if code is None else f"it exited with code {code}"
+        return f"the zygote ended ({how})" + (f": {last}" if last else "")
+
+    def fork(self, request: ForkRequest, fds: Sequence[int] = ()) -> ForkedProcess:
+        """Fork a test process; returns once the zygote says it started."""
+        if not self.alive:
+            raise ZygoteError(self._death())
+        ident = self._next_id
+        self._next_id += 1
+        payload = json.dumps({"fork": ident, "request": request.to_json()}).encode()
+        try:
+            socket.send_fds(self.sock, [payload], list(fds))
+        except OSError as err:
+            self._lost()
+            raise ZygoteError(f"the zygote took no request: {err}") from err
+        while ident not in self._started:
+            if not self.alive:
+                raise ZygoteError(self._death())
+            self.pump(0.05)
+        return ForkedProcess(self, self._started[ident])
+
+    def close(self) -> None:
+        """End the zygote (it SIGKILLs whatever it forked that still runs) and remove its
+        files."""
+        if not self._closed:
+            self._closed = True
+            self.sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
