@@ -4,26 +4,26 @@ what each process left.
 
 The parent supervises its processes as a launcher supervises its ranks, through the same
 :class:`~ddpkit._runtime.process.context.ProcessContext`: each process it started is one of the
-context's ranks; the first failure, the timeout or an interrupt ends the job (its ``close``), and
-how ddpkit ended each process is said in the launchers' words. The parent's own part: its policy
-(a failure ends the others only after a grace period; a timeout first has each process dump its
-stacks), and the processes still running after every interpreter ended. Each process started for
-the test leads a session of its own, so every process the test starts (the ranks of a DDPPlugin
-Trainer, anything they start) can be found and ended, even after its parent died.
+context's ranks, started by the same recipe (``start_popen``: a session of its own, SIGKILL when
+the parent dies); the context's poll (``watch``) ends the job at the first failure, the timeout
+or an interrupt, and its ``close`` ends the tree and says how in the launchers' words. The
+parent's own part: its policy (a failure ends the others only after a grace period; a timeout
+first has each process dump its stacks), and the processes still running after every
+interpreter ended. Because each process started for the test leads a session of its own, every
+process the test starts (the ranks of a DDPPlugin Trainer, anything they start) can be found and
+ended, even after its parent died.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddpkit._runtime.process.context import ProcessContext
+from ddpkit._runtime.process.context import ChildFailed, ProcessContext, TimedOut
 from ddpkit._runtime.process.proc import Proc, Rank, start_popen
-from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit.errors import RankFailure
 from ddpkit.testing.worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import _procs as procs
@@ -36,7 +36,6 @@ __all__ = [
     "tail",
 ]
 
-_POLL_SECONDS = 0.05
 #: How long the processes get to write their stacks before the kill, on a timeout.
 DUMP_SECONDS = 1.0
 #: After one rank fails, how long the others get to end on their own before they are ended.
@@ -143,8 +142,8 @@ class JobEnd:
 
 
 class Job:
-    """The processes of one isolated test. ``idle(seconds)`` is how the watch loop waits between
-    looks: a zygote's message pump (an exit is seen at once) or ``time.sleep``."""
+    """The processes of one isolated test. ``idle(seconds)`` is how the context's poll waits
+    between looks: a zygote's message pump (an exit is seen at once) or ``time.sleep``."""
 
     def __init__(self, directory: Path, idle: Callable[[float], None] = time.sleep) -> None:
         self.directory = directory
@@ -167,9 +166,14 @@ class Job:
     ) -> None:
         # A session of its own (every process the test starts can be found and ended through
         # it), and SIGKILL when the parent pytest dies (killed, or ended by pytest-timeout).
-        lifeline = preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
         proc = start_popen(
-            command, env, preexec=lifeline, log=log, cwd=cwd, pass_fds=pass_fds, new_session=True
+            command,
+            env,
+            log=log,
+            cwd=cwd,
+            pass_fds=pass_fds,
+            new_session=True,
+            death_signal=signal.SIGKILL,
         )
         self.adopt(rank, proc, log)
 
@@ -185,33 +189,23 @@ class Job:
         """Wait until every interpreter the parent started has ended, or the timeout (then the
         whole tree is ended, after each process dumped its stacks), or ``fail_grace`` seconds
         after one of them failed (then the others are ended)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        failed: tuple[Rank, float] | None = None  # the first that failed, and when
-        timed_out = False
         try:
-            while True:
-                now = time.monotonic()
-                for s in self.context.ranks:
-                    if s.ended_at is None and s.poll() is not None:
-                        s.ended_at = time.time()
-                        if failed is None and not self._passed(s):
-                            failed = (s, now)
-                if all(s.ended_at is not None for s in self.context.ranks):
-                    break
-                if failed is not None and now - failed[1] >= fail_grace:
-                    self._end(f"after rank {failed[0].rank} failed", dump=False)
-                elif deadline is not None and now >= deadline:
-                    timed_out = True
-                    self._end(f"at the test's timeout ({timeout:g} s)", dump=True)
-                else:
-                    self._idle(_POLL_SECONDS)
+            outcome = self.context.watch(
+                self._idle, failed=self._failed, fail_grace=fail_grace, timeout=timeout
+            )
         except BaseException:  # Ctrl-C or the suite's own timeout: leave nothing behind
             self._end("after the test run was interrupted", dump=False)
             raise
+        if isinstance(outcome, TimedOut):
+            self._end(f"at the test's timeout ({outcome.timeout:g} s)", dump=True)
+        elif isinstance(outcome, ChildFailed) and any(
+            r.ended_at is None for r in self.context.ranks
+        ):
+            self._end(f"after rank {outcome.first.rank} failed", dump=False)
         self._end_leftovers()
         return JobEnd(
             processes=self._gather(),
-            timed_out=timed_out,
+            timed_out=isinstance(outcome, TimedOut),
             timeout=timeout,
             leftover=tuple(f"{pid}: {command}" for pid, command in self._leftover.items()),
         )
@@ -220,12 +214,13 @@ class Job:
         """End every process of the job now (a start that failed half-way)."""
         self._end("after the test's start failed", dump=False)
 
-    def _passed(self, s: Rank) -> bool:
-        """An interpreter that ended with exit status 0 and no report other than 'passed'."""
-        if s.poll() != 0:
+    def _failed(self, s: Rank) -> bool:
+        """An interpreter that ended, and not with exit status 0 and only 'passed' reports."""
+        if (code := s.poll()) is None:
             return False
         record = read_records(self.directory).get(s.pid)
-        return record is not None and all(r.get("outcome") == "passed" for r in record.reports)
+        passed = record is not None and all(r.get("outcome") == "passed" for r in record.reports)
+        return code != 0 or not passed
 
     def _end(self, reason: str, *, dump: bool) -> None:
         """End the whole tree as a launcher ends its ranks; at a timeout each process first
@@ -233,9 +228,6 @@ class Job:
         if dump:
             self._dump_stacks()
         self.context.close(reason, grace=0.0 if dump else END_GRACE_SECONDS)
-        for s in self.context.ranks:  # ended: each one has exited
-            if s.ended_at is None:
-                s.ended_at = time.time()
 
     def _dump_stacks(self) -> None:
         running = procs.tree(self.pids)

@@ -35,7 +35,6 @@ from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import Proc, start_popen
 from ddpkit._runtime.process.signals import SignalFlag
-from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit._runtime.ranks._names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID
 from ddpkit._runtime.ranks._rendezvous import StoreHost
 from ddpkit._runtime.ranks._run_rank import ENV_STALL_TIMEOUT
@@ -154,7 +153,7 @@ class RunJob:
 
 def _start_rank(command: list[str], env: dict[str, str], rank: int) -> Proc:
     try:
-        return start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
+        return start_popen(command, env)
     except OSError as err:
         raise LaunchError(
             f"ddpkit run: could not start rank {rank} ({' '.join(command)}): {err}. "

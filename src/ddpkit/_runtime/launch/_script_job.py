@@ -44,7 +44,6 @@ from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import Proc, start_popen
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._errorfile import ErrorRecord, is_peer_loss
-from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit._runtime.ranks._names import ENV_JOB_KEY, ENV_SKIP_STAGES
 from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit._runtime.ranks._stall import StallReport
@@ -309,7 +308,7 @@ class ScriptJob:
 def _starter(command: list[str], env: dict[str, str]) -> Callable[[], Proc]:
     def start() -> Proc:
         try:
-            return start_popen(command, env, preexec=preexec_for_rank(os.getpid()))
+            return start_popen(command, env)
         except OSError as err:
             raise LaunchError(
                 f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): {err}. "

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,13 @@ class RankZeroFailed:
 Outcome = Interrupted | ChildFailed | RankZeroFailed
 
 
+@dataclass(frozen=True)
+class TimedOut:
+    """The job ran past its ``timeout`` (s): an isolated test's processes."""
+
+    timeout: float
+
+
 @dataclass
 class RankZero:
     """Rank zero of the subprocess launcher: the supervising process is a rank itself."""
@@ -91,6 +99,14 @@ def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> No
     lines += [f"  {fate.line()}" for fate in fates]
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
+
+
+def _note_ends(ranks: Sequence[Rank]) -> list[Rank]:
+    """Note when each rank is seen to have ended; those seen now."""
+    ended = [r for r in ranks if r.ended_at is None and r.poll() is not None]
+    for r in ended:
+        r.ended_at = time.time()
+    return ended
 
 
 class ProcessContext:
@@ -152,22 +168,48 @@ class ProcessContext:
     def look(self, signals: SignalFlag, timeout: float = POLL_SECONDS) -> Outcome | None:
         """Wait up to ``timeout`` s (a signal wakes it), then look once: an interrupt, or the
         first rank that failed; None while nothing has ended the job."""
-        signum = signals.wait(timeout)
-        if signum is not None and signals.installed:
+        if (signum := signals.wait(timeout)) is not None:
             return Interrupted(signum)
         failed = first_failure(self.ranks, self.record_of)
         return None if failed is None else ChildFailed(failed)
 
-    def finished(self) -> bool:
-        """Every rank has exited, each with status 0."""
-        return all(r.poll() == 0 for r in self.ranks)
+    def watch(
+        self,
+        idle: Callable[[float], int | None],
+        *,
+        failed: Callable[[Rank], bool] | None = None,
+        fail_grace: float = 0.0,
+        timeout: float | None = None,
+    ) -> Interrupted | ChildFailed | TimedOut | None:
+        """Poll all or nothing until every rank has exited (None, or the first that failed) or
+        the job must end: ``fail_grace`` s after a rank was first seen failing (``failed``; by
+        default, :func:`~.ending.first_failure`'s rule), at ``timeout`` s, or when ``idle``, the
+        wait between two looks, returns a signal. Notes when each rank ended (``ended_at``)."""
+        failing = failed or (lambda r: first_failure([r], self.record_of) is not None)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        first: tuple[Rank, float] | None = None  # the first rank seen failing, and when
+        while True:
+            now = time.monotonic()
+            ended = _note_ends(self.ranks)  # a rank seen ending before is not judged again
+            looked = [r for r in self.ranks if r.ended_at is None or r in ended]
+            if first is None and (rank := next(filter(failing, looked), None)) is not None:
+                first = (rank, now)
+            if all(r.ended_at is not None for r in self.ranks):
+                return None if first is None else ChildFailed(first[0])
+            if first is not None and now - first[1] >= fail_grace:
+                return ChildFailed(first[0])
+            if timeout is not None and deadline is not None and now >= deadline:
+                return TimedOut(timeout)
+            if (signum := idle(POLL_SECONDS)) is not None:
+                return Interrupted(signum)
 
     def wait(self, signals: SignalFlag) -> BaseException | None:
         """Poll until every rank finished (None) or the job ended: what the launching process
         raises then."""
-        while (outcome := self.look(signals)) is None:
-            if self.finished():
-                return None
+        outcome = self.watch(signals.wait)
+        if outcome is None:
+            return None
+        assert not isinstance(outcome, TimedOut)  # no timeout was given
         self.conclude(outcome)
         error = self.settled()
         return error if error is not None else RuntimeError("launch ended unrecorded")
@@ -208,6 +250,7 @@ class ProcessContext:
         ended too once its report is in, rather than left to finish exiting: its open
         connections keep the others' collectives waiting until its interpreter is gone."""
         ending = end_job(self.ranks, reason=reason, grace=grace)
+        _note_ends(self.ranks)  # each one has exited
         if self.ending is None:  # the first end names the reason; a later one only mops up
             self.ending = ending
         return fates(self.ranks, root, self.record_of, ending)

@@ -13,10 +13,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 
 
 class Proc(Protocol):
@@ -117,15 +119,19 @@ def start_popen(
     command: Sequence[str],
     env: Mapping[str, str],
     *,
-    preexec: Callable[[], None] | None,
     log: Path | None = None,
     cwd: Path | None = None,
     pass_fds: Sequence[int] = (),
     new_session: bool = False,
+    death_signal: int = signal.SIGTERM,
 ) -> subprocess.Popen[bytes]:
-    """Start ``command``: stdin from /dev/null, output to ``log`` (None: this process's),
-    ``preexec`` between fork and exec (:func:`ddpkit._runtime.ranks._lifeline.preexec_for_rank`:
-    its own group and death with its parent). ``OSError`` when it cannot start."""
+    """Start ``command``: stdin from /dev/null, output to ``log`` (None: this process's), its
+    own process group (``new_session``: its own session, which every process it starts joins)
+    and ``death_signal`` when this process dies
+    (:func:`ddpkit._runtime.ranks._lifeline.preexec_for_rank`: SIGTERM for a rank, whose handlers
+    may end it cleanly; SIGKILL for an isolated test's process). ``OSError`` when it cannot
+    start."""
+    preexec = preexec_for_rank(os.getpid(), own_group=not new_session, death_signal=death_signal)
     with open(log, "ab") if log is not None else contextlib.nullcontext() as out:
         return subprocess.Popen(
             list(command),

@@ -91,12 +91,13 @@ class SignalFlag:
     # -- the supervisor's side ------------------------------------------------------------------
 
     def wait(self, timeout: float) -> int | None:
-        """Sleep up to ``timeout`` seconds, waking at once on a signal; the signal seen so far."""
+        """Sleep up to ``timeout`` seconds, waking at once on a signal; the signal seen so far
+        (None where the handler is not in: the process keeps its usual signal behaviour)."""
         if not self._closed:
             ready, _, _ = select.select([self._read_fd], [], [], timeout)
             if ready:
                 self._drain()
-        return self.signum
+        return self.signum if self._installed else None
 
     def _drain(self) -> None:
         try:
