@@ -18,14 +18,14 @@ MODULE_LINES, CLASS_LINES, FUNCTION_LINES = 400, 250, 60
 
 #: (qualified name, why it may be longer). Keep this short; every entry says why.
 EXEMPT: dict[str, str] = {
-    "ddpkit.trainer.training.FitLoop._batches": (
+    "ddpkit.trainer._training.FitLoop._batches": (
         "the per-step hot loop: one frame, locals and hook lists hoisted out of it"
     ),
-    "ddpkit.callbacks.checkpoint": (
+    "ddpkit.callbacks._checkpoint": (
         "Lightning's ModelCheckpoint, whole: its hooks, its rank-zero decisions (file names, the "
         "best k, last) and the checks of its arguments are one callback's rules"
     ),
-    "ddpkit.callbacks.checkpoint.ModelCheckpoint": (
+    "ddpkit.callbacks._checkpoint.ModelCheckpoint": (
         "Lightning's one class: deciding (file names, the best k, last) reads and writes the "
         "callback's own state, so it is the callback's, not a mixin's over another file"
     ),

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ddpkit.__about__ import __version__
 
 if TYPE_CHECKING:
-    from ddpkit.core.datamodule import DataModule
-    from ddpkit.core.module import Module
+    from ddpkit.core._datamodule import DataModule
+    from ddpkit.core._module import Module
     from ddpkit.errors import (
         ChildFailedError,
         DDPKitDeprecationWarning,
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         MisconfigurationError,
     )
     from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin
-    from ddpkit.trainer.trainer import Trainer
+    from ddpkit.trainer._trainer import Trainer
     from ddpkit.utilities._seed import seed_everything
 
 __all__ = [
@@ -52,12 +52,12 @@ _HOMES = {
     "DDPKitWarning": "ddpkit.errors",
     "DDPPlugin": "ddpkit.plugins",
     "DDPSpawnPlugin": "ddpkit.plugins",
-    "DataModule": "ddpkit.core.datamodule",
+    "DataModule": "ddpkit.core._datamodule",
     "LaunchError": "ddpkit.errors",
     "MisconfigurationError": "ddpkit.errors",
-    "Module": "ddpkit.core.module",
+    "Module": "ddpkit.core._module",
     "SingleDevicePlugin": "ddpkit.plugins",
-    "Trainer": "ddpkit.trainer.trainer",
+    "Trainer": "ddpkit.trainer._trainer",
     "seed_everything": "ddpkit.utilities._seed",
 }
 

@@ -19,9 +19,9 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
-from ddpkit.trainer import metrics as metrics_module
-from ddpkit.trainer.metrics import MetricStore
-from ddpkit.trainer.progress import POSTFIX_EVERY, ProgressBar
+from ddpkit.trainer import _metrics as metrics_module
+from ddpkit.trainer._metrics import MetricStore
+from ddpkit.trainer._progress import POSTFIX_EVERY, ProgressBar
 
 STEP = {"on_step": None, "on_epoch": None, "sync_dist": False, "batch_size": None}
 

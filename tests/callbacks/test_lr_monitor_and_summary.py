@@ -11,8 +11,7 @@ import torch
 from callback_models import BATCHES, Scripted, data, options
 
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.callbacks import LearningRateMonitor, ModelSummary, Timer
-from ddpkit.callbacks.summary import summarize
+from ddpkit.callbacks import LearningRateMonitor, ModelSummary, Timer, summarize
 
 
 class TwoGroups(Scripted):

@@ -14,10 +14,10 @@ from callback_models import BATCHES, Scripted, data, options
 import ddpkit
 from ddpkit import MisconfigurationError, Trainer
 from ddpkit.callbacks import ModelCheckpoint
-from ddpkit.callbacks.checkpoint import format_checkpoint_name
+from ddpkit.callbacks._checkpoint import format_checkpoint_name
+from ddpkit.core._saving import load_checkpoint
 from ddpkit.loggers import CSVLogger
 from ddpkit.trainer._lightning_loops import read_position
-from ddpkit.trainer.checkpoint import load_checkpoint
 
 SCORES = [0.5, 0.2, 0.4, 0.3, 0.6]  # best epoch 1, second best 3
 
@@ -278,7 +278,7 @@ def test_the_clock_is_read_once_a_saving_step(tmp_path: Path) -> None:
                                train_time_interval=timedelta(minutes=1))  # fmt: skip
     start = 1000.0
     trainer = Trainer(default_root_dir=tmp_path, callbacks=[callback], **options(max_steps=28))
-    with mock.patch("ddpkit.callbacks.checkpoint.time") as clock:
+    with mock.patch("ddpkit.callbacks._checkpoint.time") as clock:
         clock.monotonic.side_effect = [start + 7 * i for i in range(1000)]
         trainer.fit(Scripted(), data(), data())  # 28 steps, 7 s each: a save every 9 steps
     # (reading the clock again to reset it moved the third save to step 28)

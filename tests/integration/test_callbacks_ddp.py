@@ -22,8 +22,8 @@ from training_scripts.watched import BEST_EPOCH, SCORES, STOP_EPOCH, N, Recordin
 
 from ddpkit import Trainer
 from ddpkit.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
+from ddpkit.core._saving import load_checkpoint
 from ddpkit.loggers import CSVLogger, TensorBoardLogger
-from ddpkit.trainer.checkpoint import load_checkpoint
 
 STEPS_PER_EPOCH = N // 2 // 4
 

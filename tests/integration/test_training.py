@@ -37,9 +37,9 @@ from training_scripts.regression import (
 
 import ddpkit
 from ddpkit import DDPKitDeprecationWarning, DDPPlugin, DDPSpawnPlugin, SingleDevicePlugin, Trainer
-from ddpkit.testing.distributed import DistInfo
+from ddpkit.core._saving import load_checkpoint
+from ddpkit.testing._distributed import DistInfo
 from ddpkit.trainer._lightning_loops import read_position
-from ddpkit.trainer.checkpoint import load_checkpoint
 
 EPOCHS = 3
 STEPS_PER_EPOCH = N_SAMPLES // (2 * BATCH)

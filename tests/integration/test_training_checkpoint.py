@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 import torch
 
-from ddpkit.trainer.checkpoint import atomic_save, load_checkpoint
+from ddpkit.core._saving import load_checkpoint
+from ddpkit.trainer._checkpoint import atomic_save
 
 SCRIPT = Path(__file__).parent / "training_scripts" / "stalled_save.py"
 

@@ -24,8 +24,8 @@ from types import ModuleType
 import pytest
 
 from ddpkit import DDPKitDeprecationWarning, Trainer
+from ddpkit.core._saving import load_checkpoint
 from ddpkit.trainer._lightning_loops import read_position
-from ddpkit.trainer.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "docs"))

@@ -13,7 +13,7 @@
 # limitations under the License.
 """Ported from Lightning 1.4.9 ``tests/loggers/test_csv.py`` (Apache-2.0, Copyright The PyTorch Lightning
 team; NOTICE.md) to ddpkit's loggers. Changes: the porting rule of NOTICE.md (``pytorch_lightning.loggers.
-csv_logs`` is ``ddpkit.loggers._csv``; ``load_hparams_from_yaml`` is ``ddpkit.core.saving.load_hparams_file``).
+csv_logs`` is ``ddpkit.loggers._csv``; ``load_hparams_from_yaml`` is ``ddpkit.core._saving.load_hparams_file``).
 Skips: see each ``skip`` mark. Assertions are 1.4's.
 """
 
@@ -24,7 +24,7 @@ import pytest
 import torch
 from helpers_pl14 import FLAGS_ROW
 
-from ddpkit.core.saving import load_hparams_file as load_hparams_from_yaml
+from ddpkit.core._saving import load_hparams_file as load_hparams_from_yaml
 from ddpkit.loggers import CSVLogger
 from ddpkit.loggers._csv import ExperimentWriter
 

@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 from ddpkit import Module as LightningModule
 from ddpkit import Trainer, seed_everything
 from ddpkit.callbacks import BackboneFinetuning, BaseFinetuning, ModelCheckpoint
-from ddpkit.callbacks.base import Callback
+from ddpkit.callbacks._base import Callback
 
 
 class TestBackboneFinetuningCallback(BackboneFinetuning):

@@ -50,7 +50,7 @@ HPARAMS_2X = (
 STEP_KEY = (
     "ddpkit defect: a logged 'step' value is not the loggers' step (Lightning 1.4 and 2.x pop it from the row and "
     "log the row at that step; ddpkit logs it as a metric at trainer's step): src/ddpkit/trainer/_evaluation.py:58-62 "
-    "(log_epoch_row) and src/ddpkit/trainer/training.py:299-302 (_step_row) always pass step=state.batches_stepped"
+    "(log_epoch_row) and src/ddpkit/trainer/_training.py:299-302 (_step_row) always pass step=state.batches_stepped"
 )
 SANITIZE_2X = (
     "Logger._convert_params / _sanitize_params: 1.x's protected methods, moved out of the Logger class in "

@@ -19,8 +19,8 @@ from torch import optim
 
 from ddpkit import Trainer
 from ddpkit.callbacks import LearningRateMonitor
-from ddpkit.callbacks.base import Callback
-from ddpkit.callbacks.finetuning import BackboneFinetuning
+from ddpkit.callbacks._base import Callback
+from ddpkit.callbacks._finetuning import BackboneFinetuning
 from ddpkit.errors import MisconfigurationError as MisconfigurationException
 
 

@@ -49,7 +49,7 @@ NAME_PROPERTY = (
 GRAPH_UNATTACHED = (
     "ddpkit defect: log_graph of a module not attached to a Trainer fails ('Error occurs, No graph saved', then "
     "RuntimeError: not attached to a Trainer): torch.jit.trace reads every attribute and ddpkit.Module.trainer "
-    "raises (src/ddpkit/core/module.py:79); Lightning traces under _jit_is_scripting() "
+    "raises (src/ddpkit/core/_module.py:79); Lightning traces under _jit_is_scripting() "
     "(src/ddpkit/loggers/_tensorboard.py:148 does not)"
 )
 GRAPH_NO_INPUT = (

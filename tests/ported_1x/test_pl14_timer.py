@@ -26,17 +26,17 @@ from helpers_pl14 import BoringModel, RunIf, no_warning_call
 
 from ddpkit import Trainer
 from ddpkit.callbacks import ModelCheckpoint
-from ddpkit.callbacks.timer import Timer
+from ddpkit.callbacks._timer import Timer
 from ddpkit.errors import MisconfigurationError as MisconfigurationException
 
 ZERO_DURATION = (
     "ddpkit defect: Timer(duration=timedelta(0)) is refused ('the duration must be positive'); Lightning 1.4 and 2.x "
     "take it and stop at the first check: src/ddpkit/utilities/_durations.py:54 (parse_duration, used by "
-    "src/ddpkit/callbacks/timer.py:38)"
+    "src/ddpkit/callbacks/_timer.py:38)"
 )
 TIMER_TWICE = (
     "ddpkit defect: Trainer(max_time=..., callbacks=[Timer()]) adds a second Timer, silently; Lightning 1.4 and 2.x "
-    "keep the user's and log that the callbacks list already contains a Timer: src/ddpkit/trainer/trainer.py:56-57"
+    "keep the user's and log that the callbacks list already contains a Timer: src/ddpkit/trainer/_trainer.py:56-57"
 )
 START_TIME = (
     "Timer.start_time(): docs/lightning-2x-surface.md, `pytorch_lightning.callbacks.Timer`, `.start_time` — "
@@ -45,7 +45,7 @@ START_TIME = (
 TRACK_STAGES = (
     "ddpkit defect: after fit, time_elapsed() keeps counting (no end time at on_train_end: two calls differ), and "
     "time_elapsed('validate') / ('test') are refused though docs/lightning-2x-surface.md lists time_elapsed(stage) "
-    "as the same as Lightning's: src/ddpkit/callbacks/timer.py:44-49 and :90-95"
+    "as the same as Lightning's: src/ddpkit/callbacks/_timer.py:44-49 and :90-95"
 )
 
 
@@ -96,7 +96,7 @@ def test_timer_interval_choice():
 
 
 @pytest.mark.skip(reason=START_TIME)
-@patch("ddpkit.callbacks.timer.time")
+@patch("ddpkit.callbacks._timer.time")
 def test_timer_time_remaining(time_mock):
     """Test that the timer tracks the elapsed and remaining time correctly."""
     start_time = time.monotonic()

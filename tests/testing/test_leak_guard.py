@@ -9,7 +9,7 @@ import time
 
 import torch.distributed as dist
 
-from ddpkit.testing import leaks
+from ddpkit.testing import _leaks as leaks
 from ddpkit.utilities import _procs as procs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.testing.markers import (
+from ddpkit.testing._markers import (
     DistributedSpec,
     StandaloneSpec,
     distributed_spec,

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from ddpkit._runtime.process.ending import Ending
-from ddpkit.testing.markers import DistributedSpec
-from ddpkit.testing.report import distributed_reports, standalone_reports
-from ddpkit.testing.rootcause import judge
-from ddpkit.testing.supervise import JobEnd, ProcessEnd
-from ddpkit.testing.worker import ProcessRecord
+from ddpkit.testing._markers import DistributedSpec
+from ddpkit.testing._report import distributed_reports, standalone_reports
+from ddpkit.testing._rootcause import judge
+from ddpkit.testing._supervise import JobEnd, ProcessEnd
+from ddpkit.testing._worker import ProcessRecord
 
 SPEC = DistributedSpec(world_size=2, backend="gloo", timeout=None)
 #: What the parent's Job says of a process it ended, in the launchers' words (_runtime.process.ending).
@@ -282,7 +282,7 @@ def test_standalone_timeout_shows_every_rank(item: pytest.Item) -> None:
 
 STUCK_IN_STEP = """Current thread 0x1 (most recent call first):
   File "/repo/test_fit.py", line 17 in training_step
-  File "/repo/src/ddpkit/trainer/optimization.py", line 38 in forward"""
+  File "/repo/src/ddpkit/trainer/_optimization.py", line 38 in forward"""
 WAITS_IN_BACKWARD = """Current thread 0x2 (most recent call first):
   File "/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 979 in _engine_run_backward
   File "/venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 395 in backward"""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing.standalone import forwarded_args, node_argument, pytest_args, pytest_command
+from ddpkit.testing._standalone import forwarded_args, node_argument, pytest_args, pytest_command
 
 
 @pytest.mark.parametrize(

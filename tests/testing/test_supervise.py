@@ -11,8 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from ddpkit.testing.supervise import Job, condensed_stacks, tail
-from ddpkit.testing.worker import ENV_DIR
+from ddpkit.testing._supervise import Job, condensed_stacks, tail
+from ddpkit.testing._worker import ENV_DIR
 from ddpkit.utilities import _procs as procs
 
 # What IsolatedProcess.start() and the plugin's reporter do, without importing ddpkit (and torch).
@@ -159,7 +159,7 @@ def test_an_interpreter_dies_with_the_parent_pytest(tmp_path: Path) -> None:
         f"""
         import os, sys
         from pathlib import Path
-        from ddpkit.testing.supervise import Job
+        from ddpkit.testing._supervise import Job
         job = Job(Path({str(tmp_path)!r}))
         job.start(0, [sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ),
                   cwd=Path("."), log=Path({str(tmp_path / "log")!r}))

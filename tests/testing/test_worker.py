@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing.distributed import ENV_STORE_FD, rank_environment
-from ddpkit.testing.worker import (
+from ddpkit.testing._distributed import ENV_STORE_FD, rank_environment
+from ddpkit.testing._worker import (
     ENV_CHILD,
     ENV_DIR,
     ENV_LOG,

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from ddpkit import MisconfigurationError
-from ddpkit.trainer.checkpoint import atomic_save, load_checkpoint
+from ddpkit.core._saving import load_checkpoint
+from ddpkit.trainer._checkpoint import atomic_save
 
 
 class Unpicklable:

@@ -20,7 +20,8 @@ from torch.utils.data import (
 )
 
 from ddpkit import MisconfigurationError
-from ddpkit.trainer.data import ShardSampler, distribute, move_to_device, num_batches
+from ddpkit.core._batch import move_to_device
+from ddpkit.trainer._data import ShardSampler, distribute, num_batches
 
 DATA = TensorDataset(torch.arange(10).float())
 

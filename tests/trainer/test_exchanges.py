@@ -15,8 +15,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.callbacks.checkpoint import SaveDecision
-from ddpkit.testing.distributed import DistInfo
+from ddpkit.callbacks._checkpoint import SaveDecision
+from ddpkit.testing._distributed import DistInfo
 from ddpkit.utilities import _rng as rng
 
 

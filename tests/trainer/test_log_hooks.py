@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit.errors import MisconfigurationError
-from ddpkit.trainer.log_hooks import options_of
+from ddpkit.trainer._log_hooks import options_of
 
 pl = pytest.importorskip("pytorch_lightning", reason="no `lightning` extra")
 

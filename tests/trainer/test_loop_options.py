@@ -14,8 +14,8 @@ from torch.utils.data import DataLoader, DistributedSampler
 from trainer_models import Recorder, loader, quiet, regression_data
 
 from ddpkit import MisconfigurationError, Trainer
+from ddpkit.core._saving import load_checkpoint
 from ddpkit.trainer._lightning_loops import read_position
-from ddpkit.trainer.checkpoint import load_checkpoint
 
 BATCHES = 8  # loader(): 32 samples, batch size 4
 

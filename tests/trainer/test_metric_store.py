@@ -13,8 +13,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import MisconfigurationError, Trainer
-from ddpkit.testing.distributed import DistInfo
-from ddpkit.trainer.metrics import MetricStore
+from ddpkit.testing._distributed import DistInfo
+from ddpkit.trainer._metrics import MetricStore
 
 
 def log(store: MetricStore, name: str, value: Any, **kwargs: Any) -> None:

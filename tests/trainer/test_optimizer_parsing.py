@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ddpkit import MisconfigurationError
-from ddpkit.trainer.optim import SchedulerConfig, parse_optimizers
+from ddpkit.trainer._optim import SchedulerConfig, parse_optimizers
 
 PARAMS = [torch.nn.Parameter(torch.zeros(1))]
 

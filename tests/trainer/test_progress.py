@@ -15,7 +15,7 @@ from trainer_models import Recorder, loader
 
 from ddpkit import Trainer
 from ddpkit.callbacks import ModelCheckpoint
-from ddpkit.trainer.progress import ProgressBar
+from ddpkit.trainer._progress import ProgressBar
 
 pytest.importorskip("tqdm")
 

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
 from ddpkit import Trainer
-from ddpkit.testing.distributed import DistInfo
+from ddpkit.testing._distributed import DistInfo
 from ddpkit.utilities._seed import ENV_LIGHTNING_SEED, ENV_SEED, ENV_SEED_WORKERS, reset_seed
 
 

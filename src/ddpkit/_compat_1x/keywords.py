@@ -1,6 +1,6 @@
 """The one table of Lightning 1.x Trainer keywords that Lightning 2.x no longer takes.
 
-Both Trainers read it: ``ddpkit.Trainer`` (:mod:`ddpkit.trainer.legacy`) and
+Both Trainers read it: ``ddpkit.Trainer`` (:mod:`ddpkit.trainer._legacy`) and
 ``ddpkit.lightning.Trainer`` (:mod:`ddpkit.lightning._keywords`; its signature gets the 1.x
 keywords from :attr:`Row.annotation` and :attr:`Row.default`). A row holds the facts: which
 Lightning release removed the keyword, the values 1.x took, its last 1.x default, the values that

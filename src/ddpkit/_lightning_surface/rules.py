@@ -47,9 +47,9 @@ class Rule(NamedTuple):
 #: Lightning's class → ddpkit's (``module:qualname``); the others are found by name in the
 #: ddpkit package standing for the Lightning package that exports them (:data:`SEARCHED`).
 COUNTERPARTS = {
-    "Trainer": "ddpkit.trainer.trainer:Trainer",
-    "LightningModule": "ddpkit.core.module:Module",
-    "LightningDataModule": "ddpkit.core.datamodule:DataModule",
+    "Trainer": "ddpkit.trainer._trainer:Trainer",
+    "LightningModule": "ddpkit.core._module:Module",
+    "LightningDataModule": "ddpkit.core._datamodule:DataModule",
 }
 SEARCHED = {
     "pytorch_lightning.callbacks": "ddpkit.callbacks",
@@ -251,7 +251,7 @@ RULES: dict[str, Rule] = {
     # callbacks
     "ModelCheckpoint.check_monitor_top_k": Rule(OUT, _INTERNAL),
     "ModelCheckpoint.file_exists": Rule(OUT, _INTERNAL),
-    "ModelSummary.summarize": Rule(REFUSED, "Fix: from ddpkit.callbacks.summary import summarize; "
+    "ModelSummary.summarize": Rule(REFUSED, "Fix: from ddpkit.callbacks import summarize; "
                                    "summarize(model, max_depth=1) (the table as text)"),
     "ModelSummary(**summarize_kwargs)": Rule(REFUSED, "Lightning hands extra keywords to its "
                                              "table's renderer; ddpkit's plain table takes "

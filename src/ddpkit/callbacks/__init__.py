@@ -3,13 +3,13 @@
 from typing import Any
 
 from ddpkit._lightning_surface import refuse_import
-from ddpkit.callbacks.base import Callback
-from ddpkit.callbacks.checkpoint import ModelCheckpoint
-from ddpkit.callbacks.early_stopping import EarlyStopping, EarlyStoppingReason
-from ddpkit.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
-from ddpkit.callbacks.lr_monitor import LearningRateMonitor
-from ddpkit.callbacks.summary import ModelSummary
-from ddpkit.callbacks.timer import Timer
+from ddpkit.callbacks._base import Callback
+from ddpkit.callbacks._checkpoint import ModelCheckpoint
+from ddpkit.callbacks._early_stopping import EarlyStopping, EarlyStoppingReason
+from ddpkit.callbacks._finetuning import BackboneFinetuning, BaseFinetuning
+from ddpkit.callbacks._lr_monitor import LearningRateMonitor
+from ddpkit.callbacks._summary import ModelSummary, summarize
+from ddpkit.callbacks._timer import Timer
 
 __all__ = [
     "BackboneFinetuning",
@@ -21,6 +21,7 @@ __all__ = [
     "ModelCheckpoint",
     "ModelSummary",
     "Timer",
+    "summarize",
 ]
 
 

@@ -1,7 +1,7 @@
 """What users subclass: the module and the DataModule."""
 
-from ddpkit.core.datamodule import DataModule
-from ddpkit.core.hparams import AttributeDict
-from ddpkit.core.module import Module
+from ddpkit.core._datamodule import DataModule
+from ddpkit.core._hparams import AttributeDict
+from ddpkit.core._module import Module
 
 __all__ = ["AttributeDict", "DataModule", "Module"]

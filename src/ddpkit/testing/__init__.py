@@ -15,12 +15,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ddpkit.testing.distributed import DistInfo
-    from ddpkit.testing.fakes import make_probe
+    from ddpkit.testing._distributed import DistInfo
+    from ddpkit.testing._fakes import make_probe
 
 __all__ = ["DistInfo", "make_probe"]
 
-_HOMES = {"DistInfo": "ddpkit.testing.distributed", "make_probe": "ddpkit.testing.fakes"}
+_HOMES = {"DistInfo": "ddpkit.testing._distributed", "make_probe": "ddpkit.testing._fakes"}
 
 
 def __getattr__(name: str) -> Any:

@@ -27,10 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from ddpkit.testing import _warm_start, distributed, folding, leaks, runner
-from ddpkit.testing.distributed import DistInfo
-from ddpkit.testing.markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
-from ddpkit.testing.worker import IsolatedProcess
+from ddpkit.testing import _distributed as distributed
+from ddpkit.testing import _folding as folding
+from ddpkit.testing import _leaks as leaks
+from ddpkit.testing import _runner as runner
+from ddpkit.testing import _warm_start
+from ddpkit.testing._distributed import DistInfo
+from ddpkit.testing._markers import DISTRIBUTED_HELP, STANDALONE_HELP, DistributedSpec
+from ddpkit.testing._worker import IsolatedProcess
 
 # pytest finds the hooks by name; the one name a test uses is the fixture.
 __all__ = ["dist"]
@@ -207,7 +211,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A failure that passed through ddpkit: its frames of ddpkit and torch left out of the
-    report (:mod:`ddpkit.testing.folding`)."""
+    report (:mod:`ddpkit.testing._folding`)."""
     if call.excinfo is not None:
         call.excinfo = folding.fold_failure(item.config, call.excinfo) or call.excinfo
     return (yield)

@@ -1,5 +1,5 @@
 """The Trainer and the loop it runs on every rank."""
 
-from ddpkit.trainer.trainer import Trainer
+from ddpkit.trainer._trainer import Trainer
 
 __all__ = ["Trainer"]

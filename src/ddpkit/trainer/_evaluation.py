@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
-from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.callbacks._dispatch import module_hook
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
-from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import num_batches
+from ddpkit.trainer._context import StageContext
+from ddpkit.trainer._data import num_batches
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
 _NAMES = {"validate": "validation", "test": "test", "predict": "predict"}

@@ -12,9 +12,9 @@ from torch import nn
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit._runtime.restart.in_process import save_kept
 from ddpkit._runtime.restart.port import Checkpointing, Ranks, Stateful
-from ddpkit.callbacks.base import Callback
-from ddpkit.callbacks.checkpoint import ModelCheckpoint
-from ddpkit.trainer.state import LoopState
+from ddpkit.callbacks._base import Callback
+from ddpkit.callbacks._checkpoint import ModelCheckpoint
+from ddpkit.trainer._state import LoopState
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpkit.trainer.state import LoopState
+from ddpkit.trainer._state import LoopState
 
 __all__ = ["LIGHTNING_FORMAT", "fit_loop_state", "read_position", "restart_stage"]
 

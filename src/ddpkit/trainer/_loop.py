@@ -27,23 +27,24 @@ from ddpkit._runtime.ranks._protocol import skip_stage
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit._runtime.restart.in_process import InProcessAttempts
 from ddpkit._runtime.restart.resume import Resume
-from ddpkit.callbacks.dispatch import merge_callbacks, module_hook
-from ddpkit.core.module import Module
+from ddpkit.callbacks._dispatch import merge_callbacks, module_hook
+from ddpkit.core._module import Module
+from ddpkit.core._saving import load_checkpoint
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers._csv import CSVLogger, ExperimentWriter
 from ddpkit.plugins.training_type.ddp import DDPPlugin
+from ddpkit.trainer._checkpoint import restore_model, restore_training
+from ddpkit.trainer._config import LoopConfig
+from ddpkit.trainer._context import StageContext
+from ddpkit.trainer._data import TrainLoader, find_loader, loader_hook, num_batches
 from ddpkit.trainer._evaluation import evaluate, predict
 from ddpkit.trainer._fit_port import LoopFit
 from ddpkit.trainer._lightning_loops import restart_stage
-from ddpkit.trainer.checkpoint import load_checkpoint, restore_model, restore_training
-from ddpkit.trainer.config import LoopConfig
-from ddpkit.trainer.context import StageContext
-from ddpkit.trainer.data import TrainLoader, find_loader, loader_hook, num_batches
-from ddpkit.trainer.optim import check_automatic, parse_optimizers
-from ddpkit.trainer.optimization import StepModule
-from ddpkit.trainer.progress import ProgressBar
-from ddpkit.trainer.state import LoopState, StageOutput
-from ddpkit.trainer.training import FitLoop
+from ddpkit.trainer._optim import check_automatic, parse_optimizers
+from ddpkit.trainer._optimization import StepModule
+from ddpkit.trainer._progress import ProgressBar
+from ddpkit.trainer._state import LoopState, StageOutput
+from ddpkit.trainer._training import FitLoop
 from ddpkit.utilities import _rng as rng
 from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
 

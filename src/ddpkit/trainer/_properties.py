@@ -21,10 +21,10 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.environments._base import ClusterEnvironment
 from ddpkit.plugins.precision._base import PrecisionPlugin
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
-from ddpkit.trainer.config import LoopConfig
-from ddpkit.trainer.metrics import MetricStore
-from ddpkit.trainer.optim import SchedulerConfig
-from ddpkit.trainer.state import LoopState, TrainerState
+from ddpkit.trainer._config import LoopConfig
+from ddpkit.trainer._metrics import MetricStore
+from ddpkit.trainer._optim import SchedulerConfig
+from ddpkit.trainer._state import LoopState, TrainerState
 
 T = TypeVar("T")
 

@@ -13,9 +13,9 @@ from typing import Any
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ddpkit.callbacks.dispatch import module_hook
+from ddpkit.callbacks._dispatch import module_hook
 from ddpkit.errors import MisconfigurationError
-from ddpkit.trainer.data import loader_hook, one_loader
+from ddpkit.trainer._data import loader_hook, one_loader
 from ddpkit.utilities._reprs import safe_repr
 
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning.pytorch", "lightning")

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ddpkit.trainer.checkpoint import atomic_save
+from ddpkit.trainer._checkpoint import atomic_save
 
 
 def stall(marker: Path) -> None:

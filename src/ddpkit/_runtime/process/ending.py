@@ -9,7 +9,7 @@ cause first. Who is to blame follows one order (:class:`Blame`): a rank that nev
 one that failed on its own, then one still running outside any collective, ... and last one whose
 collective only lost its peer. The launchers read it from the ranks' error files
 (:func:`choose_root`), the test parent from the ranks' pytest reports and stacks
-(:mod:`ddpkit.testing.rootcause`).
+(:mod:`ddpkit.testing._rootcause`).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ line (``sys.orig_argv`` is what a DDPPlugin re-runs), and makes anew what a fres
 computes from its environment (temp dir, random seeds, thread counts, the known readers). It
 runs the test, then ends through :func:`~.forked.exit_now`: threads joined, atexit handlers run,
 output flushed, and no teardown of the modules copied from the zygote. The zygote reaps it and
-tells the parent its exit status; the parent (:mod:`ddpkit.testing.runner`) watches and ends it
+tells the parent its exit status; the parent (:mod:`ddpkit.testing._runner`) watches and ends it
 as any process of a test. When the session ends it closes the zygote's socket: the zygote
 SIGKILLs what still runs, and exits.
 

@@ -47,7 +47,7 @@ import pytest
 from ddpkit._runtime.process.proc import ForkedChild
 from ddpkit._runtime.ranks._lifeline import die_with_parent
 from ddpkit._runtime.ranks._scratch import make_private_dir
-from ddpkit.testing import leaks
+from ddpkit.testing import _leaks as leaks
 from ddpkit.testing._warm_start import import_readers
 from ddpkit.testing._warm_start.forked import ForkRequest, become_test_process, exit_now, stdio_to
 from ddpkit.testing._warm_start.preload import (

@@ -44,9 +44,9 @@ from ddpkit._runtime.process.proc import Proc
 from ddpkit._runtime.ranks._lifeline import preexec_for_rank
 from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit._runtime.ranks._scratch import make_private_dir
+from ddpkit.testing._supervise import tail
 from ddpkit.testing._warm_start.forked import ForkRequest
 from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE
-from ddpkit.testing.supervise import tail
 
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
 #: OpenBLAS's thread pools before its first import (:mod:`fresh_state`).

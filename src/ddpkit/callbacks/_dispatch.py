@@ -1,0 +1,156 @@
+"""The one place that calls hooks: on the callbacks, then on the module, in Lightning's order.
+
+What each hook resolves to is found once, when the stage starts: a list of bound callables of
+the callbacks and the module that really implement it. A hook nobody implements is an empty
+tuple, so the per-step path tests one tuple and calls nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ddpkit.callbacks._base import Callback
+
+# Base classes whose hooks do nothing: ddpkit's own and Lightning's (a LightningDataModule's
+# loader hooks raise "must be implemented"; Lightning's Callback hooks are empty).
+_MODULE_BASES = ("ddpkit.core.", "pytorch_lightning.", "lightning.", "torch.")
+_CALLBACK_BASES = (
+    ("ddpkit.callbacks._base", "Callback"),
+    ("pytorch_lightning.callbacks.callback", "Callback"),
+    ("lightning.pytorch.callbacks.callback", "Callback"),
+)
+
+#: callbacks that watch a metric: at ``on_train_epoch_end`` they run after the module's hook
+MONITORING = ("ModelCheckpoint", "EarlyStopping")
+
+
+def _defining_class(obj: Any, name: str) -> type | None:
+    for cls in type(obj).__mro__:
+        if name in cls.__dict__:
+            return cls
+    return None
+
+
+def module_hook(obj: Any, name: str) -> Callable[..., Any] | None:
+    """The hook ``name`` if the object's own class implements it (a placeholder inherited from
+    ``ddpkit.Module``, a LightningModule or ``nn.Module`` does not count), else None."""
+    cls = _defining_class(obj, name)
+    if cls is None or cls.__module__.startswith(_MODULE_BASES):
+        return None
+    hook = getattr(obj, name, None)
+    return hook if callable(hook) else None
+
+
+def callback_hook(callback: Any, name: str) -> Callable[..., Any] | None:
+    """The callback's hook ``name`` unless it is the empty one of a base ``Callback``."""
+    cls = _defining_class(callback, name)
+    if cls is None or (cls.__module__, cls.__name__) in _CALLBACK_BASES:
+        return None
+    hook = getattr(callback, name, None)
+    return hook if callable(hook) else None
+
+
+def _is_monitoring(callback: Any) -> bool:
+    return any(cls.__name__ in MONITORING for cls in type(callback).__mro__)
+
+
+class Dispatcher:
+    """Calls ``callback.hook(trainer, module, *args)`` for every callback, then
+    ``module.hook(*args)``. ``metrics``: the loop's metric store, told which hook runs (its
+    ``fx``), as Lightning's ``_current_fx_name`` is: where ``self.log`` may be called."""
+
+    def __init__(
+        self, trainer: Any, module: Any, callbacks: Sequence[Any], metrics: Any = None
+    ) -> None:
+        self.trainer, self.module, self.callbacks = trainer, module, list(callbacks)
+        self.metrics = metrics
+        self._cache: dict[tuple[str, bool | None], tuple[Callable[..., Any], ...]] = {}
+
+    def callback_hooks(
+        self, name: str, monitoring: bool | None = None
+    ) -> tuple[Callable[..., Any], ...]:
+        """The callbacks' bound hooks, ``(trainer, module)`` already given. ``monitoring``: only
+        the callbacks that watch a metric (True), only the others (False), or all (None)."""
+        key = (name, monitoring)
+        found = self._cache.get(key)
+        if found is None:
+            bound = []
+            for callback in self.callbacks:
+                if monitoring is not None and _is_monitoring(callback) is not monitoring:
+                    continue
+                hook = callback_hook(callback, name)
+                if hook is not None:
+                    bound.append(functools.partial(hook, self.trainer, self.module))
+            found = self._cache[key] = tuple(bound)
+        return found
+
+    def hooks(self, name: str) -> tuple[Callable[..., Any], ...]:
+        """Every implementation of ``name``: the callbacks' first, then the module's."""
+        key = ("*" + name, None)
+        combined = self._cache.get(key)
+        if combined is None:
+            own = module_hook(self.module, name)
+            combined = self.callback_hooks(name) + ((own,) if own is not None else ())
+            self._cache[key] = combined
+        return combined
+
+    def call(self, name: str, *args: Any) -> None:
+        hooks = self.hooks(name)
+        if hooks:
+            self._run(name, hooks, args)
+
+    def call_callbacks(self, name: str, *args: Any, monitoring: bool | None = None) -> None:
+        hooks = self.callback_hooks(name, monitoring)
+        if hooks:
+            self._run(name, hooks, args)
+
+    def call_module(self, name: str, *args: Any) -> Any:
+        hook = module_hook(self.module, name)
+        return self._run(name, (hook,), args) if hook is not None else None
+
+    def _run(self, name: str, hooks: tuple[Callable[..., Any], ...], args: tuple[Any, ...]) -> Any:
+        """Each hook in turn, the store told it is ``name`` meanwhile; the last one's result."""
+        store = self.metrics
+        previous = None if store is None else store.fx
+        if store is not None:
+            store.fx = name
+        try:
+            result = None
+            for hook in hooks:
+                result = hook(*args)
+            return result
+        finally:
+            if store is not None:
+                store.fx = previous
+
+    def train_epoch_end(self) -> None:
+        """Lightning's exception: the metric-watching callbacks run after the module."""
+        self.call_callbacks("on_train_epoch_end", monitoring=False)
+        self.call_module("on_train_epoch_end")
+        self.call_callbacks("on_train_epoch_end", monitoring=True)
+
+
+def is_callback(obj: Any) -> bool:
+    """A ddpkit or Lightning ``Callback``, or any object with callback hooks."""
+    return isinstance(obj, Callback) or any(
+        (cls.__module__, cls.__name__) in _CALLBACK_BASES for cls in type(obj).__mro__
+    )
+
+
+def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
+    """``configure_callbacks()`` results replace the Trainer's callbacks of the same type;
+    checkpoint callbacks go last (Lightning's order)."""
+    if not extra:
+        return callbacks
+    extra = list(extra) if isinstance(extra, list | tuple) else [extra]
+    replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
+    merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
+    return [cb for cb in merged if not _is_checkpoint(cb)] + [
+        cb for cb in merged if _is_checkpoint(cb)
+    ]
+
+
+def _is_checkpoint(callback: Any) -> bool:
+    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
