@@ -150,3 +150,82 @@ def test_lightnings_private_names_are_imported_in_one_module() -> None:
             if private:
                 found.append(f"{module} (line {node.lineno}): {node.module}: {private}")
     assert not found, f"import these from {home}:\n" + "\n".join(found)
+
+
+#: The faces: every module a user may import by name. The rest is internal: its name starts with
+#: ``_`` (or it sits in a private package) and it has no ``__all__`` (docs/architecture.md).
+FACES = frozenset(
+    {
+        "ddpkit",
+        "ddpkit.__about__",
+        "ddpkit.__main__",
+        "ddpkit.accelerators",
+        "ddpkit.callbacks",
+        "ddpkit.cli",
+        "ddpkit.connector",
+        "ddpkit.core",
+        "ddpkit.errors",
+        "ddpkit.lightning",
+        "ddpkit.lightning.__main__",  # python -m ddpkit.lightning train.py
+        "ddpkit.loggers",
+        "ddpkit.plugins",
+        "ddpkit.plugins.environments",
+        "ddpkit.plugins.precision",
+        "ddpkit.plugins.training_type",
+        # Lightning 1.x's module paths of the three training types, kept for its users
+        "ddpkit.plugins.training_type.ddp",
+        "ddpkit.plugins.training_type.ddp_spawn",
+        "ddpkit.plugins.training_type.single_device",
+        "ddpkit.testing",
+        # the pytest plugin's entry points (pyproject.toml, `-p ddpkit.testing.pytest_plugin`)
+        "ddpkit.testing.marker_check",
+        "ddpkit.testing.pytest_plugin",
+        "ddpkit.trainer",
+        "ddpkit.utilities",
+    }
+)
+
+
+def _is_private(module: str) -> bool:
+    return any(
+        part.startswith("_") and part not in ("__about__", "__main__") for part in module.split(".")
+    )
+
+
+def test_the_public_modules_are_the_faces() -> None:
+    public = {m for m in MODULES if not _is_private(m)}
+    assert public == FACES, (
+        f"public but not a face: {sorted(public - FACES)}; a face that is gone: "
+        f"{sorted(FACES - public)}. Name an internal module _name.py, or add a face here "
+        "and to docs/architecture.md"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _is_private(m)))
+def test_an_internal_module_exports_nothing(module: str) -> None:
+    """``__all__`` is the faces' word; internal modules import each name from its home. The
+    exceptions are re-export modules by purpose: the Lightning private names, the 1.x mirror's
+    and the surface tables' packages."""
+    if module in (
+        "ddpkit.lightning._lightning_private",
+        "ddpkit.lightning._metrics",
+        "ddpkit.lightning._surface",
+        "ddpkit._lightning_surface",
+        "ddpkit._runtime.launch",
+    ):
+        return
+    tree = ast.parse(MODULES[module].read_text())
+    names = {
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    assert "__all__" not in names, f"{module} is internal: drop its __all__"
+
+
+def test_the_pytest_plugin_reaches_the_warm_start_through_its_entry_module() -> None:
+    plugin = "ddpkit.testing.pytest_plugin"
+    warm = {t for t, _ in _imports(plugin, MODULES[plugin]) if t.startswith("ddpkit.testing._warm")}
+    assert warm == {"ddpkit.testing._warm_start"}, warm

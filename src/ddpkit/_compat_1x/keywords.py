@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEVICE_ROWS", "ROWS", "Row", "as_call", "is_value"]
-
 _NOT_1X = object()
 
 

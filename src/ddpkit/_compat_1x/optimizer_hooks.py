@@ -16,8 +16,6 @@ from typing import Any
 
 import torch
 
-__all__ = ["HOOKS", "as_2x", "keywords_of", "takes_optimizer_idx"]
-
 #: the hooks whose 1.x signature took ``optimizer_idx``
 HOOKS = ("optimizer_step", "optimizer_zero_grad", "configure_gradient_clipping")
 

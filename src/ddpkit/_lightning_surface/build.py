@@ -32,8 +32,6 @@ from ddpkit._lightning_surface import rules
 from ddpkit._lightning_surface.rules import SAME, Rule
 from ddpkit._lightning_surface.signatures import defaults_differ, incompatible, unsettable
 
-__all__ = ["UnresolvedError", "build_table", "counterpart", "dumps", "instance_of", "role"]
-
 
 class UnresolvedError(LookupError):
     """Entries that the rules leave without a status."""

@@ -9,8 +9,6 @@ from typing import Any
 
 from ddpkit._lightning_surface.rules import STATUSES
 
-__all__ = ["render"]
-
 _INTRO = """\
 # Lightning 2.x's surface on ddpkit's own objects
 

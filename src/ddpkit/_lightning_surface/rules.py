@@ -10,24 +10,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = [
-    "CALLED_WHEN_DEFINED",
-    "CLASS_RULES",
-    "COMPARED",
-    "COUNTERPARTS",
-    "DIFFERENCE",
-    "EQUIVALENT_DEFAULTS",
-    "HOOKS",
-    "OUT",
-    "REFUSED",
-    "RULES",
-    "Rule",
-    "SAME",
-    "SEARCHED",
-    "SETTINGS",
-    "STATUSES",
-]
-
 SAME, REFUSED, DIFFERENCE, OUT = "same", "refused", "difference", "out of scope"
 #: Every status, in the order the page lists them.
 STATUSES = (SAME, REFUSED, DIFFERENCE, OUT)

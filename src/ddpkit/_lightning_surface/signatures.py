@@ -16,8 +16,6 @@ from typing import Any
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
-__all__ = ["Param", "defaults_differ", "incompatible", "parameters", "unsettable"]
-
 
 class Param:
     """One parameter of a signature: name, kind (``positional``, ``keyword-only``, ``*args``,

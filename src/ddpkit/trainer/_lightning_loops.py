@@ -22,8 +22,6 @@ from typing import Any
 
 from ddpkit.trainer._state import LoopState
 
-__all__ = ["LIGHTNING_FORMAT", "fit_loop_state", "read_position", "restart_stage"]
-
 #: ``pytorch-lightning_version`` of a ddpkit checkpoint: the Lightning release whose checkpoint
 #: layout it follows (Lightning migrates a checkpoint from its version on load, and refuses one
 #: without it).

@@ -11,8 +11,6 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._reprs import safe_repr
 
-__all__ = ["parse_duration"]
-
 _TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}):(\d{1,2})$")
 _UNITS = ("days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "weeks")
 

@@ -10,8 +10,6 @@ from typing import Any
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._reprs import safe_repr
 
-__all__ = ["refuse_nul"]
-
 
 def refuse_nul(owner: str, name: str, value: Any) -> None:
     """Refuse ``owner(name=value)`` when the path ``value`` (a str or os.PathLike; anything else
