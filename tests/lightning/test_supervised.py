@@ -16,7 +16,7 @@ from pytorch_lightning.strategies import DDPStrategy, SingleDeviceStrategy  # no
 import ddpkit._runtime.launch  # noqa: E402
 from ddpkit import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError  # noqa: E402
 from ddpkit.lightning import DDPPlugin, SupervisedDDPStrategy, Trainer  # noqa: E402
-from ddpkit.lightning._launchers import SpawnLauncher, SubprocessLauncher  # noqa: E402
+from ddpkit.lightning._launchers import SupervisedSpawnLauncher, SupervisedSubprocessLauncher  # noqa: E402
 from ddpkit.lightning._translate import translate_call  # noqa: E402
 from ddpkit.testing import make_probe  # noqa: E402
 
@@ -27,7 +27,7 @@ def test_a_1x_call_with_supervise_runs_on_ddpkits_spawn_launcher() -> None:
     assert sum("1.x device flags" in str(w.message) for w in record) == 1
     strategy = trainer.strategy
     assert type(strategy) is SupervisedDDPStrategy
-    assert isinstance(strategy.launcher, SpawnLauncher)
+    assert isinstance(strategy.launcher, SupervisedSpawnLauncher)
     assert isinstance(strategy.launcher.ddpkit, ddpkit._runtime.launch.SpawnLauncher)
     # The very objects the connector built: its plugin connects the ranks.
     assert strategy.launcher.ddpkit.plugin is strategy.ddpkit_plugin
@@ -42,7 +42,7 @@ def test_a_modern_call_with_supervise_is_resolved_by_the_connector_without_a_war
         trainer = Trainer(accelerator="cpu", devices=2, supervise=True, logger=False)
     assert trainer.plan is not None and trainer.plan.launcher.value == "subprocess"
     assert type(trainer.strategy) is SupervisedDDPStrategy
-    assert isinstance(trainer.strategy.launcher, SubprocessLauncher)
+    assert isinstance(trainer.strategy.launcher, SupervisedSubprocessLauncher)
     assert isinstance(trainer.strategy.launcher.ddpkit, ddpkit._runtime.launch.SubprocessLauncher)
 
 
@@ -50,7 +50,7 @@ def test_the_strategy_in_lightnings_own_trainer_resolves_through_the_connector()
     strategy = SupervisedDDPStrategy(start_method="popen", timeout=5, find_unused_parameters=True)
     trainer = pl.Trainer(accelerator="cpu", devices=2, strategy=strategy, logger=False)
     assert trainer.strategy is strategy
-    assert isinstance(strategy.launcher, SubprocessLauncher)
+    assert isinstance(strategy.launcher, SupervisedSubprocessLauncher)
     plugin = strategy.ddpkit_plugin
     assert type(plugin) is DDPPlugin and plugin.find_unused_parameters is True
     assert plugin.stall_timeout == datetime.timedelta(seconds=5)

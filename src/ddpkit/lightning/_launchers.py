@@ -4,12 +4,12 @@ Lightning's strategy calls ``launcher.launch(function, *args, trainer=...)`` for
 run the stage through ddpkit's launcher (``ddpkit._runtime.launch``: ``launch(fn, stage, *args)``,
 the stage's name first), which starts, supervises and ends the ranks:
 
-- :class:`SubprocessLauncher` (``DDPPlugin``): the other ranks re-run the script, as Lightning's
-  ``popen`` does; ddpkit's supervisor ends every rank when one fails, names the root cause and its
-  traceback, and keeps the children for the next stage of the script;
-- :class:`SpawnLauncher` (``DDPSpawnPlugin``): every rank is spawned; rank zero's results come back
-  the way Lightning's own spawn launcher brings them (weights, best checkpoint path, trainer
-  state, ``callback_metrics``), through ddpkit's private result file;
+- :class:`SupervisedSubprocessLauncher` (``DDPPlugin``): the other ranks re-run the script, as
+  Lightning's ``popen`` does; ddpkit's supervisor ends every rank when one fails, names the root
+  cause and its traceback, and keeps the children for the next stage of the script;
+- :class:`SupervisedSpawnLauncher` (``DDPSpawnPlugin``): every rank is spawned; rank zero's results
+  come back the way Lightning's own spawn launcher brings them (weights, best checkpoint path,
+  trainer state, ``callback_metrics``), through ddpkit's private result file;
 - :class:`RankLauncher`: in a rank the subprocess launcher (or torchrun, srun) started, whose plan
   launches nothing: the rank's side of ddpkit's launcher protocol around the stage.
 """
@@ -70,7 +70,7 @@ def _restarts(trainer: pl.Trainer | None) -> int:
     return strategy_restarts(trainer.strategy)
 
 
-class SubprocessLauncher(_Launcher):
+class SupervisedSubprocessLauncher(_Launcher):
     """Lightning's launcher interface over ddpkit's subprocess launcher."""
 
     def __init__(self, launcher: Launcher) -> None:
@@ -129,7 +129,7 @@ class RankLauncher(_Launcher):
 
 def _run_spawned(
     stage: str,
-    launcher: SpawnLauncher,
+    launcher: SupervisedSpawnLauncher,
     trainer: pl.Trainer | None,
     function: Any,
     args: tuple[Any, ...],
@@ -146,7 +146,7 @@ def _run_spawned(
     return launcher._collect_rank_zero_results(trainer, results)
 
 
-class SpawnLauncher(_MultiProcessingLauncher):
+class SupervisedSpawnLauncher(_MultiProcessingLauncher):
     """Lightning's spawn launcher, with ddpkit's spawn launcher starting the ranks."""
 
     def __init__(self, strategy: Any, launcher: Launcher, start_method: str) -> None:
@@ -221,4 +221,4 @@ class SpawnLauncher(_MultiProcessingLauncher):
         _call_callbacks_load_state_dict(trainer, {"callbacks": state["callbacks"]})
 
     def kill(self, signum: Any) -> None:
-        """See :meth:`SubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""
+        """See :meth:`SupervisedSubprocessLauncher.kill`: ddpkit's supervisor ends the ranks."""

@@ -3,7 +3,7 @@ restart the ranks) and a restarted torchrun worker, with the contract of
 :mod:`ddpkit._runtime.restart` (docs/reliability.md), reached through its port:
 
 - :class:`LightningFit`, Lightning's fit as restart sees it (:class:`~ddpkit._runtime.restart.
-  port.FitLoop`): its ranks, callbacks and checkpoint folders, where a checkpoint stands, the fit
+  port.FitPort`): its ranks, callbacks and checkpoint folders, where a checkpoint stands, the fit
   loop's state, and how Lightning ends a failed fit (``on_exception``, the loggers finalized, the
   strategy torn down);
 - :class:`RestartState`, a callback every ``ddpkit.lightning.Trainer`` has (first): each rank's

@@ -39,7 +39,11 @@ from ddpkit._runtime.restart.checks import check_max_restarts
 from ddpkit.connector import AcceleratorConnector, Built, Flags
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._environments import from_lightning
-from ddpkit.lightning._launchers import RankLauncher, SpawnLauncher, SubprocessLauncher
+from ddpkit.lightning._launchers import (
+    RankLauncher,
+    SupervisedSpawnLauncher,
+    SupervisedSubprocessLauncher,
+)
 from ddpkit.plugins import DDPPlugin, DDPSpawnPlugin
 
 #: popen: DDPPlugin (the other ranks re-run the script); the others: DDPSpawnPlugin's
@@ -139,9 +143,9 @@ class SupervisedDDPStrategy(DDPStrategy):
         if launcher is None:  # this rank was started by ddpkit's launcher, torchrun or srun
             self._launcher = RankLauncher()
         elif self._start_method == "popen":
-            self._launcher = SubprocessLauncher(launcher)
+            self._launcher = SupervisedSubprocessLauncher(launcher)
         else:
-            self._launcher = SpawnLauncher(self, launcher, self._start_method)
+            self._launcher = SupervisedSpawnLauncher(self, launcher, self._start_method)
 
     @property
     def ddpkit_plugin(self) -> DDPPlugin:

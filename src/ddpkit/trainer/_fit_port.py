@@ -1,4 +1,4 @@
-"""ddpkit's loop as restart sees it (:class:`ddpkit._runtime.restart.port.FitLoop`), and the
+"""ddpkit's loop as restart sees it (:class:`ddpkit._runtime.restart.port.FitPort`), and the
 callback that keeps ddpkit's own checkpoint for a fit that may restart."""
 
 from __future__ import annotations

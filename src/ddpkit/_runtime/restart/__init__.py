@@ -1,7 +1,7 @@
 """Restarts: a fit that starts again after a rank failed and carries on exactly where the newest
 complete checkpoint left it. One contract for every launcher that restarts ranks — ddpkit's own
 (``Trainer(max_restarts=N)`` on either Trainer), torchrun (``--max-restarts``), ``ddpkit run
---max-restarts`` — and for both loops, which reach it through one port (:class:`.port.FitLoop`:
+--max-restarts`` — and for both loops, which reach it through one port (:class:`.port.FitPort`:
 ``ddpkit.trainer._fit_port.LoopFit`` and ``ddpkit.lightning._restart.LightningFit``).
 
 The launcher (:mod:`.attempts`). A job that ends badly ends as it always does (every rank ended,

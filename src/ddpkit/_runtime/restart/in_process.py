@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ddpkit._runtime.restart.attempt import current_attempt, in_process
-from ddpkit._runtime.restart.port import Checkpointing, FitLoop
+from ddpkit._runtime.restart.port import Checkpointing, FitPort
 from ddpkit._runtime.restart.resume import KEPT_NAME
 from ddpkit.utilities import _rng as rng
 
@@ -20,7 +20,7 @@ class FitStart:
     """What the launching process held when a fit first started: its RNG states, the module's
     weights, the callbacks' state and the loop's own; put back when the fit starts again."""
 
-    def __init__(self, fit: FitLoop) -> None:
+    def __init__(self, fit: FitPort) -> None:
         self.rng = rng.capture()
         self.weights = {
             k: v.detach().to("cpu", copy=True) for k, v in fit.model.state_dict().items()
@@ -28,7 +28,7 @@ class FitStart:
         self.callbacks = [copy.deepcopy(cb.state_dict()) for cb in fit.callbacks]
         self.loop = copy.deepcopy(fit.loop_state())
 
-    def restore(self, fit: FitLoop) -> None:
+    def restore(self, fit: FitPort) -> None:
         rng.restore(self.rng)
         fit.model.load_state_dict(self.weights)
         for callback, state in zip(fit.callbacks, self.callbacks):
@@ -46,7 +46,7 @@ class InProcessAttempts:
         self._start: FitStart | None = None
         self._failed: BaseException | None = None
 
-    def run(self, fit: FitLoop | None, body: Callable[[], R]) -> R:
+    def run(self, fit: FitPort | None, body: Callable[[], R]) -> R:
         """``body()``, the attempt of ``fit`` (None: not a fit, nothing to keep)."""
         if fit is None or not in_process() or not current_attempt().max_restarts:
             return body()

@@ -1,6 +1,6 @@
 """The port between restart and a front-end's loop: what restart needs of a fit, as Protocols.
 
-ddpkit's loop implements :class:`FitLoop` once (``ddpkit.trainer._fit_port.LoopFit``), Lightning's
+ddpkit's loop implements :class:`FitPort` once (``ddpkit.trainer._fit_port.LoopFit``), Lightning's
 loop once (``ddpkit.lightning._restart.LightningFit``); restart knows nothing else of either.
 """
 
@@ -39,7 +39,7 @@ class Stateful(Protocol):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
 
 
-class FitLoop(Protocol):
+class FitPort(Protocol):
     """One ``fit`` of a front-end, as restart sees it."""
 
     @property

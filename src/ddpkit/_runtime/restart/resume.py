@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit._runtime.restart.attempt import Attempt, current_attempt
-from ddpkit._runtime.restart.port import FitLoop, Ranks
+from ddpkit._runtime.restart.port import FitPort, Ranks
 from ddpkit.utilities import _rng as rng
 
 #: the file ddpkit keeps in the run folder when the user has no ModelCheckpoint
@@ -104,7 +104,7 @@ class Resume:
     attempt: Attempt | None = None
 
     @classmethod
-    def decide(cls, fit: FitLoop, given: str | None) -> Resume:
+    def decide(cls, fit: FitPort, given: str | None) -> Resume:
         """On every rank (for a distributed fit, one collective). Rank 0 decides: on a restart,
         the newest complete checkpoint written since the run started, else the fit's own
         ``ckpt_path``; the other ranks are told as JSON."""
@@ -127,7 +127,7 @@ class Resume:
             return cls(decision["path"])
         return cls(decision["path"], Attempt(number=told[0], max_restarts=told[1], cause=told[2]))
 
-    def announce(self, fit: FitLoop, checkpoint: Mapping[str, Any] | None) -> None:
+    def announce(self, fit: FitPort, checkpoint: Mapping[str, Any] | None) -> None:
         """Rank 0 of a restarted fit says so: one line, the cause, where it resumes."""
         if self.attempt is not None and fit.ranks.is_global_zero:
             line = resume_line(self.attempt, self.path, fit.position(checkpoint))
