@@ -22,19 +22,21 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
 
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit.callbacks._base import Callback
-from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.utilities._files import atomic_write, sweep_partials
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import log_info, rank_zero_info, rank_zero_warn
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 def format_checkpoint_name(

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from ddpkit.callbacks._base import Callback
-from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
 from ddpkit.utilities._rank_zero import log_info
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 class EarlyStoppingReason(Enum):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import torch
 from torch import nn
@@ -26,10 +26,12 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.optim import Optimizer
 
 from ddpkit.callbacks._base import Callback
-from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
-from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
+    from ddpkit.plugins.training_type._base import TrainingTypePlugin
 
 #: a module, or an iterable (nested at will) of modules
 Modules: TypeAlias = nn.Module | Iterable[Any]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from ddpkit.callbacks._base import Callback
-from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_warn
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 class LearningRateMonitor(Callback):

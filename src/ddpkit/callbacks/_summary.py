@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from torch import nn
 
 from ddpkit.callbacks._base import Callback
-from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 def _count(n: int) -> str:

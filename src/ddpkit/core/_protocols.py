@@ -4,11 +4,12 @@ above ``ddpkit.core``; the trainer satisfies these protocols structurally)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from ddpkit.plugins.training_type._base import TrainingTypePlugin
+if TYPE_CHECKING:
+    from ddpkit.plugins.training_type._base import TrainingTypePlugin
 
 
 class MetricSink(Protocol):
