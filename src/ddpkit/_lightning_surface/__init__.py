@@ -30,7 +30,7 @@ import inspect
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddpkit.errors import (
     LightningOnlyAttributeError,
@@ -277,8 +277,10 @@ class LightningCounterpart:
             check_keywords(cls, args, kwargs)
         return super().__new__(cls)
 
-    def __getattr__(self, name: str) -> Any:
-        return missing(self, name)
+    if not TYPE_CHECKING:  # mypy then sees only the members a class has (protocols are checked)
+
+        def __getattr__(self, name: str) -> Any:
+            return missing(self, name)
 
 
 class ReadOnlySettings:

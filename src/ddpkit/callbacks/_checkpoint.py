@@ -22,9 +22,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+from torch import nn
 
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit.callbacks._base import Callback
@@ -33,6 +34,9 @@ from ddpkit.utilities._files import atomic_write, sweep_partials
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import log_info, rank_zero_info, rank_zero_warn
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 def format_checkpoint_name(
@@ -198,7 +202,7 @@ class ModelCheckpoint(Callback):
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+    def setup(self, trainer: CallbackTrainer, pl_module: nn.Module, stage: str) -> None:
         if stage != "fit":
             return  # it saves during fit only (and a broadcast here would join every stage)
         self.dirpath = trainer.strategy.broadcast_json(self._resolve_dir(trainer))
@@ -217,11 +221,16 @@ class ModelCheckpoint(Callback):
                     DDPKitWarning,
                 )
 
-    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         self._last_time_checked = time.monotonic()
 
     def on_train_batch_end(
-        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+        self,
+        trainer: CallbackTrainer,
+        pl_module: nn.Module,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
     ) -> None:
         # Saving by epoch only (the default): nothing to do per step, and this runs every step.
         if self._every_n_train_steps < 1 and self._train_time_interval is None:
@@ -234,7 +243,7 @@ class ModelCheckpoint(Callback):
         if due:
             self._save(trainer, topk=True)
 
-    def _time_due(self, trainer: Any) -> bool:
+    def _time_due(self, trainer: CallbackTrainer) -> bool:
         """``train_time_interval`` passed since the last save (the clock read once: rank zero's
         decides, as ranks' clocks differ)."""
         if self._train_time_interval is None or self._last_time_checked is None:
@@ -246,21 +255,23 @@ class ModelCheckpoint(Callback):
             self._last_time_checked = now
         return late
 
-    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_epoch_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if not self._skip(trainer) and self._on_train_epoch_end(trainer):
             self._save(trainer, topk=self._epoch_due(trainer))
 
-    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_validation_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if not self._skip(trainer) and not self._on_train_epoch_end(trainer):
             self._save(trainer, topk=self._epoch_due(trainer))
 
-    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if trainer.fast_dev_run:
             return
         if self.save_last and not self._last_checkpoint_saved and trainer.global_step > 0:
             self._save(trainer, topk=False, force_last=True)
 
-    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: CallbackTrainer, pl_module: nn.Module, exception: BaseException
+    ) -> None:
         # Only this rank may be alive: write without waiting for the others.
         if (
             self.save_on_exception
@@ -287,7 +298,7 @@ class ModelCheckpoint(Callback):
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, (json.dumps(best_k, indent=2, sort_keys=True) + "\n").encode())
 
-    def folders_to_write(self, trainer: Any) -> list[str]:
+    def folders_to_write(self, trainer: CallbackTrainer) -> list[str]:
         """The folder this callback will save into (checked before a fit starts)."""
         return [self._resolve_dir(trainer)] if self.save_top_k != 0 or self.save_last else []
 
@@ -301,7 +312,7 @@ class ModelCheckpoint(Callback):
                     setattr(self, name, state_dict[name])
         self.best_model_path = state_dict.get("best_model_path", self.best_model_path)
 
-    def _resolve_dir(self, trainer: Any) -> str:
+    def _resolve_dir(self, trainer: CallbackTrainer) -> str:
         if self.dirpath is not None:
             return self.dirpath
         if trainer.loggers:
@@ -318,7 +329,7 @@ class ModelCheckpoint(Callback):
     def _state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in STATE}
 
-    def _candidates(self, trainer: Any) -> dict[str, Any]:
+    def _candidates(self, trainer: CallbackTrainer) -> dict[str, Any]:
         values = dict(trainer.callback_metrics)
         values["epoch"] = torch.tensor(trainer.current_epoch)
         values["step"] = torch.tensor(trainer.global_step)
@@ -341,7 +352,7 @@ class ModelCheckpoint(Callback):
         name += self.FILE_EXTENSION
         return os.path.join(self.dirpath, name) if self.dirpath else name
 
-    def _plan(self, trainer: Any, *, topk: bool, force_last: bool) -> SaveDecision:
+    def _plan(self, trainer: CallbackTrainer, *, topk: bool, force_last: bool) -> SaveDecision:
         plan = SaveDecision(previous_last=self.last_model_path)
         candidates = self._candidates(trainer)
         if topk and self.save_top_k != 0:
@@ -372,7 +383,9 @@ class ModelCheckpoint(Callback):
         if self.save_top_k == 1 and previous and previous != path and self._owned(previous):
             plan.removes.append(previous)
 
-    def _plan_monitored(self, trainer: Any, plan: SaveDecision, candidates: dict[str, Any]) -> None:
+    def _plan_monitored(
+        self, trainer: CallbackTrainer, plan: SaveDecision, candidates: dict[str, Any]
+    ) -> None:
         assert self.monitor is not None
         current = candidates.get(self.monitor)
         if current is None:
@@ -439,7 +452,7 @@ class ModelCheckpoint(Callback):
             and Path(self.dirpath).absolute() in Path(path).absolute().parents
         )
 
-    def _skip(self, trainer: Any) -> bool:
+    def _skip(self, trainer: CallbackTrainer) -> bool:
         return (
             bool(trainer.fast_dev_run)
             or trainer.state.fn != "fit"
@@ -447,11 +460,11 @@ class ModelCheckpoint(Callback):
             or self._last_global_step_saved == trainer.global_step
         )
 
-    def _epoch_due(self, trainer: Any) -> bool:
+    def _epoch_due(self, trainer: CallbackTrainer) -> bool:
         every = self._every_n_epochs
         return every >= 1 and (trainer.current_epoch + 1) % every == 0
 
-    def _on_train_epoch_end(self, trainer: Any) -> bool:
+    def _on_train_epoch_end(self, trainer: CallbackTrainer) -> bool:
         if self._save_on_train_epoch_end is not None:
             return self._save_on_train_epoch_end
         if trainer.check_val_every_n_epoch != 1:
@@ -460,7 +473,7 @@ class ModelCheckpoint(Callback):
             return True
         return bool(trainer.val_check_interval == 1.0)
 
-    def _save(self, trainer: Any, *, topk: bool, force_last: bool = False) -> None:
+    def _save(self, trainer: CallbackTrainer, *, topk: bool, force_last: bool = False) -> None:
         decided = None
         if trainer.is_global_zero:
             decided = self._plan(trainer, topk=topk, force_last=force_last).to_json()

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddpkit.callbacks._base import Callback
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from ddpkit.core._protocols import CallbackTrainer
 
 # Base classes whose hooks do nothing: ddpkit's own and Lightning's (a LightningDataModule's
 # loader hooks raise "must be implemented"; Lightning's Callback hooks are empty).
@@ -62,7 +67,11 @@ class Dispatcher:
     ``fx``), as Lightning's ``_current_fx_name`` is: where ``self.log`` may be called."""
 
     def __init__(
-        self, trainer: Any, module: Any, callbacks: Sequence[Any], metrics: Any = None
+        self,
+        trainer: CallbackTrainer,
+        module: nn.Module,
+        callbacks: Sequence[Any],
+        metrics: Any = None,
     ) -> None:
         self.trainer, self.module, self.callbacks = trainer, module, list(callbacks)
         self.metrics = metrics

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
 from ddpkit.utilities._rank_zero import log_info
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 class EarlyStoppingReason(Enum):
@@ -160,24 +164,24 @@ class EarlyStopping(Callback):
         self.stopping_reason = EarlyStoppingReason(state_dict.get("stopping_reason", 0))
         self.stopping_reason_message = state_dict.get("stopping_reason_message")
 
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+    def setup(self, trainer: CallbackTrainer, pl_module: nn.Module, stage: str) -> None:
         if self._check_on_train_epoch_end is None:
             self._check_on_train_epoch_end = (
                 trainer.val_check_interval == 1.0 and trainer.check_val_every_n_epoch == 1
             )
 
-    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_epoch_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if self._check_on_train_epoch_end and not self._skip(trainer):
             self._run_early_stopping_check(trainer)
 
-    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_validation_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if not self._check_on_train_epoch_end and not self._skip(trainer):
             self._run_early_stopping_check(trainer)
 
-    def _skip(self, trainer: Any) -> bool:
+    def _skip(self, trainer: CallbackTrainer) -> bool:
         return trainer.state.fn != "fit" or trainer.sanity_checking or bool(trainer.fast_dev_run)
 
-    def _run_early_stopping_check(self, trainer: Any) -> None:
+    def _run_early_stopping_check(self, trainer: CallbackTrainer) -> None:
         logs = trainer.callback_metrics
         if self.monitor not in logs:
             if self.strict:  # a RuntimeError too, as Lightning's
@@ -202,7 +206,7 @@ class EarlyStopping(Callback):
             self._log_info(trainer, reason, self.log_rank_zero_only)
 
     @staticmethod
-    def _log_info(trainer: Any, message: str, log_rank_zero_only: bool) -> None:
+    def _log_info(trainer: CallbackTrainer, message: str, log_rank_zero_only: bool) -> None:
         """Lightning's: to the log at INFO (``ddpkit``'s logger), prefixed with the rank when
         there are several; with ``log_rank_zero_only``, from rank zero only."""
         rank = trainer.global_rank if trainer is not None else 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import torch
 from torch import nn
@@ -28,6 +28,10 @@ from torch.optim import Optimizer
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import DDPKitDeprecationWarning, DDPKitWarning, MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
+    from ddpkit.plugins.training_type._base import TrainingTypePlugin
 
 #: a module, or an iterable (nested at will) of modules
 Modules: TypeAlias = nn.Module | Iterable[Any]
@@ -50,7 +54,7 @@ def _takes_opt_idx(hook: Callable[..., Any]) -> bool:
     return len([p for p in params if p.kind in positional]) >= 4
 
 
-def _average_gradients(strategy: Any, params: list[nn.Parameter]) -> None:
+def _average_gradients(strategy: TrainingTypePlugin, params: list[nn.Parameter]) -> None:
     """Average ``params``' gradients over the ranks as DDP averages its own: a rank without a
     gradient for a parameter adds zeros, and a parameter without one on every rank keeps none."""
     device = strategy.root_device
@@ -106,7 +110,7 @@ class BaseFinetuning(Callback):
 
     # -- the hooks -----------------------------------------------------------------------------
 
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+    def setup(self, trainer: CallbackTrainer, pl_module: nn.Module, stage: str) -> None:
         self.freeze_before_training(pl_module)
         trains = any(p.requires_grad for p in pl_module.parameters())
         if stage == "fit" and trainer.world_size > 1 and not trains:
@@ -117,7 +121,7 @@ class BaseFinetuning(Callback):
                 f"the first epochs train (the head) unfrozen."
             )
 
-    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_fit_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         # DDP wrapped the module just before this hook: what is frozen now, it does not sync.
         distributed = trainer.world_size > 1 and torch.distributed.is_initialized()
         self._outside_ddp = (
@@ -128,7 +132,7 @@ class BaseFinetuning(Callback):
                 self._restore_param_groups(trainer, pl_module)
             self._restarting = False
 
-    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_epoch_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         """Called when the epoch begins: ``finetune_function`` once per optimizer."""
         legacy = _takes_opt_idx(self.finetune_function)
         if legacy:
@@ -148,13 +152,13 @@ class BaseFinetuning(Callback):
             self._store(pl_module, opt_idx, num_param_groups, optimizer.param_groups)
 
     def on_train_batch_start(
-        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+        self, trainer: CallbackTrainer, pl_module: nn.Module, batch: Any, batch_idx: int
     ) -> None:
         if self._outside_ddp:  # the batch that ends an accumulation window (DDP syncs then)
             accumulate = trainer.accumulate_grad_batches
             self._sync_due = trainer.is_last_batch or (batch_idx + 1) % accumulate == 0
 
-    def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
+    def on_after_backward(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if self._outside_ddp and self._sync_due:
             trainable = [p for p in self._outside_ddp if p.requires_grad]
             if trainable:
@@ -267,7 +271,7 @@ class BaseFinetuning(Callback):
 
     def _store(
         self,
-        pl_module: Any,
+        pl_module: nn.Module,
         opt_idx: int,
         num_param_groups: int,
         current_param_groups: list[dict[str, Any]],
@@ -284,7 +288,7 @@ class BaseFinetuning(Callback):
                 )
             )
 
-    def _restore_param_groups(self, trainer: Any, pl_module: Any) -> None:
+    def _restore_param_groups(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         """The saved groups back in each optimizer, their parameters trainable again."""
         named_parameters = dict(pl_module.named_parameters())
         restored: set[int] = set()
@@ -340,7 +344,7 @@ class BackboneFinetuning(BaseFinetuning):
         self.previous_backbone_lr = state_dict["previous_backbone_lr"]
         super().load_state_dict(state_dict)
 
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+    def setup(self, trainer: CallbackTrainer, pl_module: nn.Module, stage: str) -> None:
         # Checked before freeze_before_training reads it (Lightning's check, in on_fit_start,
         # comes after that read has raised an AttributeError).
         if not isinstance(getattr(pl_module, "backbone", None), nn.Module):

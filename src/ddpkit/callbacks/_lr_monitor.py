@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_warn
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 class LearningRateMonitor(Callback):
@@ -44,7 +48,7 @@ class LearningRateMonitor(Callback):
         #: without the parameter groups' suffixes
         self.lr_sch_names: list[str] = []
 
-    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if not trainer.loggers:
             raise MisconfigurationError(
                 "Trainer(callbacks=[LearningRateMonitor()], logger=False): Cannot use "
@@ -65,7 +69,7 @@ class LearningRateMonitor(Callback):
         self.last_weight_decay_values = {f"{name}-weight_decay": None for name in names}
 
     def on_train_batch_start(
-        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+        self, trainer: CallbackTrainer, pl_module: nn.Module, batch: Any, batch_idx: int
     ) -> None:
         every = trainer.log_every_n_steps
         due = bool(every) and (trainer.global_step + 1) % every == 0
@@ -73,14 +77,14 @@ class LearningRateMonitor(Callback):
             return
         self._log(trainer, "step" if self.logging_interval is None else "any")
 
-    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_epoch_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if self.logging_interval != "step":
             self._log(trainer, "epoch" if self.logging_interval is None else "any")
 
     # -- names ---------------------------------------------------------------------------------
 
     def _names(
-        self, trainer: Any, schedulers: list[str] | None = None
+        self, trainer: CallbackTrainer, schedulers: list[str] | None = None
     ) -> list[list[tuple[str, dict[str, Any], str | None]]]:
         """Per scheduler config, then per optimizer without one: ``(name, param group, the
         interval)`` for each parameter group (None: an optimizer without a scheduler).
@@ -133,7 +137,7 @@ class LearningRateMonitor(Callback):
 
     # -- logging -------------------------------------------------------------------------------
 
-    def _log(self, trainer: Any, interval: str) -> None:
+    def _log(self, trainer: CallbackTrainer, interval: str) -> None:
         stats: dict[str, float] = {}
         names = self._names(trainer)
         for name, _, _ in (entry for group in names for entry in group):
@@ -166,7 +170,7 @@ class LearningRateMonitor(Callback):
             logger.log_metrics(stats, step=trainer.global_step)
 
 
-def _all_have_momentum(trainer: Any) -> bool:
+def _all_have_momentum(trainer: CallbackTrainer) -> bool:
     """Lightning's check: the schedulers' optimizers (or, without schedulers, the optimizers)
     all have ``momentum`` or all have ``betas`` in their defaults."""
     optimizers = [c.scheduler.optimizer for c in trainer.lr_scheduler_configs] or list(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from torch import nn
 
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 def _count(n: int) -> str:
@@ -59,7 +62,7 @@ class ModelSummary(Callback):
             )
         self._max_depth = max_depth
 
-    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_fit_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if self._max_depth == 0 or not trainer.is_global_zero:
             return
         print(summarize(pl_module, self._max_depth), file=sys.stderr, flush=True)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._durations import parse_duration
 from ddpkit.utilities._rank_zero import log_info
 from ddpkit.utilities._reprs import safe_repr
+
+if TYPE_CHECKING:
+    from ddpkit.core._protocols import CallbackTrainer
 
 
 class Timer(Callback):
@@ -57,20 +61,25 @@ class Timer(Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._offset = float(state_dict.get("time_elapsed", {}).get("train", 0.0))
 
-    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         self._start = time.monotonic()
 
     def on_train_batch_end(
-        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+        self,
+        trainer: CallbackTrainer,
+        pl_module: nn.Module,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
     ) -> None:
         if self._interval == "step":
             self._check(trainer)
 
-    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_train_epoch_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         if self._interval == "epoch":
             self._check(trainer)
 
-    def _check(self, trainer: Any) -> None:
+    def _check(self, trainer: CallbackTrainer) -> None:
         if self._duration is None:
             return
         late = torch.tensor(float(self.time_elapsed() >= self._duration))

@@ -3,9 +3,13 @@ above ``ddpkit.core``; the trainer satisfies these protocols structurally)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import os
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    from ddpkit.plugins.training_type._base import TrainingTypePlugin
 
 
 class MetricSink(Protocol):
@@ -57,3 +61,51 @@ class TrainerProtocol(Protocol):
     def gradient_clip_algorithm(self) -> str | None: ...
     @property
     def metric_store(self) -> MetricSink: ...
+
+
+class StageStatus(Protocol):
+    """``trainer.state`` as callbacks read it: the running entry point."""
+
+    @property
+    def fn(self) -> str | None: ...
+
+
+class CallbackTrainer(TrainerProtocol, Protocol):
+    """The trainer ddpkit's own callbacks receive: what they read of it, and ``should_stop``,
+    which they set. ``ddpkit.Trainer`` satisfies it (the loop hands it to hooks as one)."""
+
+    should_stop: bool
+
+    @property
+    def strategy(self) -> TrainingTypePlugin: ...
+    @property
+    def state(self) -> StageStatus: ...
+    @property
+    def fast_dev_run(self) -> int | bool: ...
+    @property
+    def sanity_checking(self) -> bool: ...
+    @property
+    def default_root_dir(self) -> str: ...
+    @property
+    def callback_metrics(self) -> dict[str, torch.Tensor]: ...
+    @property
+    def check_val_every_n_epoch(self) -> int | None: ...
+    @property
+    def val_check_interval(self) -> int | float: ...
+    @property
+    def num_val_batches(self) -> list[int | float]: ...
+    @property
+    def log_every_n_steps(self) -> int: ...
+    @property
+    def accumulate_grad_batches(self) -> int: ...
+    @property
+    def is_last_batch(self) -> bool: ...
+
+    def save_checkpoint(
+        self,
+        filepath: str | os.PathLike[str],
+        weights_only: bool = False,
+        storage_options: Any = None,
+        *,
+        barrier: bool = True,
+    ) -> None: ...

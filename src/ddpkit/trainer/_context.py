@@ -14,6 +14,7 @@ from ddpkit.plugins.precision._base import PrecisionPlugin
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._config import LoopConfig
 from ddpkit.trainer._data import distribute
+from ddpkit.trainer._protocols import LoopTrainer
 from ddpkit.trainer._state import LoopState
 from ddpkit.utilities._seed import configured_seed
 
@@ -37,7 +38,7 @@ class StageContext:
 
     def __init__(
         self,
-        trainer: Any,
+        trainer: LoopTrainer,
         state: LoopState,
         config: LoopConfig,
         plugin: TrainingTypePlugin,

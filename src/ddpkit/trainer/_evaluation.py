@@ -28,6 +28,7 @@ import torch
 
 from ddpkit.callbacks._dispatch import module_hook
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
+from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._context import StageContext
 from ddpkit.trainer._data import num_batches
 from ddpkit.utilities._rank_zero import rank_zero_warn
@@ -248,7 +249,7 @@ def predict(
     return [p for rank_predictions in gathered for p in rank_predictions]
 
 
-def gather_predictions(plugin: Any, mine: list[Any]) -> list[list[Any]]:
+def gather_predictions(plugin: TrainingTypePlugin, mine: list[Any]) -> list[list[Any]]:
     """Every rank's predictions, in rank order. They travel as ``torch.save`` bytes and are read
     with ``torch.load(weights_only=True)``, which builds tensors and plain containers only: no
     code runs from another rank's bytes (ddpkit's own exchanges never unpickle)."""

@@ -79,5 +79,5 @@ class KeptCheckpoint(Callback):
     def state_key(self) -> str:
         return "ddpkit.KeptCheckpoint"
 
-    def on_train_epoch_end(self, trainer: Checkpointing, pl_module: Any) -> None:
+    def on_train_epoch_end(self, trainer: Checkpointing, pl_module: nn.Module) -> None:
         save_kept(trainer)

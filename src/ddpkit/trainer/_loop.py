@@ -43,6 +43,7 @@ from ddpkit.trainer._lightning_loops import restart_stage
 from ddpkit.trainer._optim import check_automatic, parse_optimizers
 from ddpkit.trainer._optimization import StepModule
 from ddpkit.trainer._progress import ProgressBar
+from ddpkit.trainer._protocols import LoopTrainer
 from ddpkit.trainer._state import LoopState, StageOutput
 from ddpkit.trainer._training import FitLoop
 from ddpkit.utilities import _rng as rng
@@ -68,7 +69,7 @@ class StageRequest:
 
 
 def run_stage(
-    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
+    trainer: LoopTrainer, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageOutput:
     """The body every rank runs for one stage; sets up and tears down the process group."""
     plugin = trainer.strategy
@@ -80,7 +81,7 @@ def run_stage(
 
 
 def _stage(
-    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
+    trainer: LoopTrainer, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageOutput:
     plugin = trainer.strategy
     with (
@@ -146,7 +147,7 @@ def _benchmark(config: LoopConfig) -> Iterator[None]:
 
 
 def _begin(
-    trainer: Any, state: LoopState, config: LoopConfig, request: StageRequest
+    trainer: LoopTrainer, state: LoopState, config: LoopConfig, request: StageRequest
 ) -> StageContext:
     model = request.model
     state.begin(request.fn)

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
+from ddpkit.trainer._protocols import LoopTrainer
+
 #: Steps between two postfix updates: formatting the metrics costs more than a tiny step.
 POSTFIX_EVERY = 20
 
@@ -86,7 +88,7 @@ class ProgressBar:
         seconds, self._since = now - self._since, now
         self._say([epoch_line(epoch, step, seconds, metrics())])
 
-    def fit_end(self, trainer: Any) -> None:
+    def fit_end(self, trainer: LoopTrainer) -> None:
         """``fit`` ended well: what it did, and where its checkpoint and logs went."""
         if self._summary:
             self._say(fit_summary(trainer, time.monotonic() - self._started))
@@ -189,7 +191,7 @@ def epoch_line(epoch: int, step: int, seconds: float, metrics: Mapping[str, Any]
     return f"{head}: {values}" if values else head
 
 
-def fit_summary(trainer: Any, seconds: float) -> list[str]:
+def fit_summary(trainer: LoopTrainer, seconds: float) -> list[str]:
     """The lines that end ``fit``: epochs, steps, processes and time; the checkpoint (the best
     one, with its score, when it monitors a metric); the logs."""
     processes = "1 process" if trainer.world_size == 1 else f"{trainer.world_size} processes"

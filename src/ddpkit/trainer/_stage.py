@@ -14,6 +14,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ddpkit.callbacks._dispatch import module_hook
+from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer._data import loader_hook, one_loader
 from ddpkit.utilities._reprs import safe_repr
@@ -104,7 +105,7 @@ def split_datamodule(
 
 
 def folders_of(
-    trainer: Any, fn: str, callbacks: Iterable[Any], loggers: Iterable[Any]
+    trainer: CallbackTrainer, fn: str, callbacks: Iterable[Any], loggers: Iterable[Any]
 ) -> list[tuple[str, str]]:
     """``(who, folder)`` for every folder the stage writes into: the loggers' (every stage) and
     the checkpoint callbacks' (``fit``)."""
