@@ -28,6 +28,11 @@ KNOWN: dict[str, str] = {
         "1.4's callback requires it: a bare TypeError where Lightning 2.x raises a RuntimeError "
         "naming the argument"
     ),
+    "test_pl14_callback_hook_outputs.py::test_free_memory_on_eval_outputs": (
+        "difference: the callback's on_epoch_end (a 1.x hook, removed in Lightning 2.0) is "
+        "refused by ddpkit.Trainer before the run (it passed while ddpkit left the hook silently "
+        "uncalled; its body reads 1.4's private trainer._evaluation_loop)"
+    ),
     "test_pl14_callbacks.py::test_callbacks_configured_in_model": (
         "difference: a Mock is not a Callback; ddpkit.Trainer checks its callbacks when it is "
         "built (docs/lightning-2x-surface.md)"
@@ -39,8 +44,9 @@ KNOWN: dict[str, str] = {
         "difference: 1.4's warning said 'freezed', Lightning 2.x's (and ddpkit's) says 'frozen'"
     ),
     "test_pl14_finetuning_callback.py::test_on_before_accelerator_backend_setup": (
-        "defect: on_before_accelerator_backend_setup (a 1.x callback hook, removed in Lightning "
-        "2.0) is neither called nor refused by ddpkit.Trainer"
+        "difference: on_before_accelerator_backend_setup (a 1.x callback hook, removed in "
+        "Lightning 2.0) is refused by ddpkit.Trainer before the run, with its 2.x spelling "
+        "(setup); ddpkit.lightning.Trainer calls it where 1.x did"
     ),
     "test_pl14_finetuning_callback.py::test_callbacks_restore": (
         "difference: torch 2.x optimizers' param groups carry differentiable / foreach / fused / "

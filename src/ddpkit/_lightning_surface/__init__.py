@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ddpkit._compat_1x.hooks import CALLED_BY_DDPKIT_TRAINER, COMMON_NAMES, INSTEAD, REMOVED
 from ddpkit.errors import (
     LightningOnlyAttributeError,
     LightningOnlyImportError,
@@ -256,11 +257,27 @@ def check_defined(model: Any, datamodule: Any, callbacks: Iterable[Any]) -> None
     call or read is defined on the module, the data module or a callback, and no callback is
     one of Lightning's own."""
     _check_object(model, ("LightningModule",))
+    _check_removed_1x(model, "LightningModule")
     if datamodule is not None:
         _check_object(datamodule, ("LightningDataModule",))
+        _check_removed_1x(datamodule, "LightningDataModule")
     for callback in callbacks:
         _lightning_callback(callback)
         _check_object(callback, (*owners_of(type(callback)), "Callback"))
+        _check_removed_1x(callback, "Callback")
+
+
+def _check_removed_1x(obj: Any, owner: str) -> None:
+    """A hook of Lightning 1.x's ``owner`` that 2.x removed and ddpkit's loop never calls,
+    defined by the user: it would never run, and the run would differ from 1.x's silently."""
+    for name in sorted(REMOVED[owner] - CALLED_BY_DDPKIT_TRAINER - COMMON_NAMES):
+        if _users(obj, name):
+            raise MisconfigurationError(
+                f"{type(obj).__name__}.{name}: a hook of Lightning 1.x's {owner} that Lightning "
+                f"2.0 removed; ddpkit.Trainer never calls it. Fix: Lightning 2.x's spelling is "
+                f"{INSTEAD[name]}; or run this 1.x code on ddpkit.lightning.Trainer, which calls "
+                f"it where 1.x did."
+            )
 
 
 _T = TypeVar("_T", bound="LightningCounterpart")

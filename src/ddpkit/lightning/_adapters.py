@@ -66,30 +66,6 @@ _DATAMODULE_REMOVED = {
         for s in ("train", "val", "test", "predict")
     },
 }
-_EPOCH = "on_train_epoch_{0}, on_validation_epoch_{0} and on_test_epoch_{0}"
-#: A hook ddpkit carries → its Lightning 2.x spelling, named by the warning a 1.x one gets.
-INSTEAD = {
-    "on_epoch_start": _EPOCH.format("start"),
-    "on_epoch_end": _EPOCH.format("end"),
-    "on_pretrain_routine_start": "on_fit_start",
-    "on_pretrain_routine_end": "on_fit_start",
-    "on_post_move_to_device": "setup",
-    "training_step_end": "the end of training_step",
-    "validation_step_end": "the end of validation_step",
-    "test_step_end": "the end of test_step",
-    "get_progress_bar_dict": "a TQDMProgressBar subclass whose get_metrics returns the items",
-    "on_init_start": "the callback's __init__",
-    "on_init_end": "setup",
-    "on_batch_start": "on_train_batch_start",
-    "on_batch_end": "on_train_batch_end",
-    "on_keyboard_interrupt": "on_exception (the exception is a KeyboardInterrupt)",
-    "on_before_accelerator_backend_setup": "setup",
-    "on_configure_sharded_model": "setup (configure_model on the module)",
-    "on_save_checkpoint": "state_dict",
-    "on_load_checkpoint": "load_state_dict",
-    **{f"on_{s}_dataloader": f"the start of {s}_dataloader()" for s in ("train", "val", "test",
-                                                                       "predict")},
-}  # fmt: skip
 ADAPTED.update({f"module.{name}": where for name, where in _MODULE_REMOVED.items()})
 ADAPTED.update({f"callback.{name}": where for name, where in _CALLBACK_REMOVED.items()})
 ADAPTED.update({f"datamodule.{name}": where for name, where in _DATAMODULE_REMOVED.items()})
