@@ -24,9 +24,9 @@ _HERE = Path(__file__).resolve().parent
 #: makes the test pass, and the entry must go)
 KNOWN: dict[str, str] = {
     "test_pl14_callback_hook_outputs.py::test_train_step_no_return": (
-        "defect: with one val loader ddpkit passes no dataloader_idx (Lightning 2.x's rule), and "
-        "1.4's callback requires it: a bare TypeError where Lightning 2.x raises a RuntimeError "
-        "naming the argument"
+        "difference: with one loader a stage ddpkit passes no dataloader_idx (Lightning 2.x's "
+        "rule), and 1.4's hooks require it: refused before the run with Lightning 2.x's "
+        "RuntimeError naming the argument and the fix (dataloader_idx=0)"
     ),
     "test_pl14_callback_hook_outputs.py::test_free_memory_on_eval_outputs": (
         "difference: the callback's on_epoch_end (a 1.x hook, removed in Lightning 2.0) is "
@@ -53,7 +53,9 @@ KNOWN: dict[str, str] = {
         "maximize, which 1.4's expected dict predates"
     ),
     "test_pl14_lr_monitor.py::test_lr_monitor_no_lr_scheduler": (
-        "defect: LearningRateMonitor without a scheduler warns with a DDPKitWarning, not 1.4's RuntimeWarning"
+        "difference: LearningRateMonitor without a scheduler logs the optimizer's rate and does "
+        "not warn, as Lightning 2.x's (pytorch_lightning/callbacks/lr_monitor.py has no such "
+        "warning); 1.4 warned 'have no learning rate schedulers' and logged nothing"
     ),
     "test_pl14_lr_monitor.py::test_lr_monitor_multi_lrs": (
         "difference: several optimizers under automatic optimization are refused by "

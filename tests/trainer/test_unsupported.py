@@ -81,3 +81,39 @@ def test_a_torchmetrics_metric_given_to_self_log_is_refused_with_the_fix(tmp_pat
     metric = torchmetrics.MeanMetric()
     with pytest.raises(MisconfigurationError, match=r"<MeanMetric>.*metric\.compute\(\)"):
         trainer(tmp_path).fit(Net(log=metric), loader())
+
+
+def _steps(self: Any, batch: Any, batch_idx: int, dataloader_idx: int) -> None:
+    raise AssertionError("a hook that requires dataloader_idx ran")
+
+
+@pytest.mark.parametrize(
+    ("owner", "hook"),
+    [("module", "validation_step"), ("module", "on_train_batch_end"),
+     ("callback", "on_validation_batch_end"), ("callback", "on_train_batch_start")],
+)  # fmt: skip
+def test_a_hook_that_requires_dataloader_idx_is_refused_before_the_fit(
+    owner: str, hook: str, tmp_path: Path
+) -> None:
+    # Lightning 2.x raises this RuntimeError at its evaluation loop's start (one loader a stage,
+    # ddpkit's only case); a training batch hook would get a TypeError at its first call.
+    model, callbacks = Net(), []
+    if owner == "module":
+        model = type("Indexed", (Net,), {hook: _steps})()
+    else:
+        callbacks = [type("Indexed", (ddpkit.callbacks.Callback,), {hook: _steps})()]
+    run = trainer(tmp_path)
+    run.callbacks.extend(callbacks)
+    with pytest.raises(RuntimeError, match=rf"`dataloader_idx` in `Indexed\.{hook}\(\)`.*=0"):
+        run.fit(model, loader(), loader())
+    assert run.global_step == 0 and model.validated == 0
+
+
+def test_a_hook_whose_dataloader_idx_has_a_default_runs(tmp_path: Path) -> None:
+    class Defaulted(Net):
+        def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None:
+            self.validated += 1
+
+    model = Defaulted()
+    trainer(tmp_path).fit(model, loader(), loader())
+    assert model.validated == 2 + 2  # the sanity check's two batches, then the epoch's

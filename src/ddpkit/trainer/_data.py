@@ -4,9 +4,10 @@ loaders come from (given, a DataModule, the module's hooks)."""
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from torch.utils.data import (
@@ -18,8 +19,8 @@ from torch.utils.data import (
     SequentialSampler,
 )
 
-from ddpkit.callbacks._dispatch import module_hook
-from ddpkit.errors import MisconfigurationError
+from ddpkit.callbacks._dispatch import callback_hook, module_hook
+from ddpkit.errors import MisconfigurationError, MisconfigurationRuntimeError
 from ddpkit.trainer._loaders import index_sampler, rebuild_loader, user_batch_sampler
 from ddpkit.utilities._reprs import safe_repr
 from ddpkit.utilities._seed import ENV_SEED_WORKERS, worker_init_function
@@ -197,6 +198,38 @@ def one_loader(stage: str, found: Any, where: str | None = None) -> Any:
         f"supported). Fix: one loader (torch.utils.data.ConcatDataset joins datasets), or run "
         f"a pytorch_lightning.LightningModule on ddpkit.lightning.Trainer."
     )
+
+
+#: the hooks Lightning passes ``dataloader_idx`` to when a stage has several loaders
+_INDEXED_HOOKS = {
+    "val": ("validation_step", "on_validation_batch_start", "on_validation_batch_end"),
+    "test": ("test_step", "on_test_batch_start", "on_test_batch_end"),
+    "predict": ("predict_step", "on_predict_batch_start", "on_predict_batch_end"),
+    "train": ("on_train_batch_start", "on_train_batch_end"),  # 1.0–1.4 passed it here too
+}
+
+
+def check_no_dataloader_idx(model: Any, callbacks: Iterable[Any]) -> None:
+    """A hook that requires ``dataloader_idx``: with one loader a stage ddpkit never passes it,
+    so the call would fail mid-run. Refused before any rank starts, in Lightning 2.x's words
+    (``_verify_dataloader_idx_requirement``, a RuntimeError)."""
+    found = [(model, module_hook), *((c, callback_hook) for c in callbacks)]
+    for obj, hook_of in found:
+        for prefix, hooks in _INDEXED_HOOKS.items():
+            for name in hooks:
+                hook = hook_of(obj, name)
+                try:
+                    params = inspect.signature(hook).parameters if hook is not None else {}
+                except (TypeError, ValueError):
+                    continue
+                index = params.get("dataloader_idx")
+                if index is not None and index.default is inspect.Parameter.empty:
+                    raise MisconfigurationRuntimeError(
+                        f"You provided only a single `{prefix}_dataloader`, but have included "
+                        f"`dataloader_idx` in `{type(obj).__name__}.{name}()`. Either remove the "
+                        f"argument or give it a default value i.e. `dataloader_idx=0` "
+                        f"(ddpkit.Trainer runs one loader a stage, and never passes it)."
+                    )
 
 
 def loader_hook(stage: str) -> str:

@@ -24,6 +24,7 @@ from ddpkit.loggers._csv import CSVLogger
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
 from ddpkit.trainer._config import LOOP_KEYWORDS, LoopConfig, build_config
+from ddpkit.trainer._data import check_no_dataloader_idx
 from ddpkit.trainer._evaluation import print_results
 from ddpkit.trainer._fit_port import KeptCheckpoint
 from ddpkit.trainer._loop import StageRequest, run_stage
@@ -250,6 +251,7 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
             check_folders(fn, folders_of(self, fn, self._state.callbacks, self._state.loggers))
         loaders, datamodule = split_datamodule(fn, loaders, datamodule, model)
         check_defined(model, datamodule, self._state.callbacks)  # Lightning's hooks ddpkit lacks
+        check_no_dataloader_idx(model, self._state.callbacks)
         launcher = self._accelerator_connector.built.launcher
         spawn = launcher is not None and launcher.returns_to_parent
         if spawn:
