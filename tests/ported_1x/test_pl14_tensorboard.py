@@ -42,10 +42,6 @@ FINALIZE_2X = (
 MISSING_FOLDER_2X = (
     "1.4 logged 'Missing logger folder' for a first version; Lightning 2.x's version lookup (as ddpkit's) is quiet"
 )
-NAME_PROPERTY = (
-    "ddpkit defect: a logger subclass's `name` property is not used for root_dir / log_dir (Lightning's "
-    "root_dir is save_dir joined with self.name): src/ddpkit/loggers/_base.py:272 joins self._name"
-)
 GRAPH_UNATTACHED = (
     "ddpkit defect: log_graph of a module not attached to a Trainer fails ('Error occurs, No graph saved', then "
     "RuntimeError: not attached to a Trainer): torch.jit.trace reads every attribute and ddpkit.Module.trainer "
@@ -153,7 +149,6 @@ def test_tensorboard_no_name(tmpdir, name):
     assert os.listdir(tmpdir / "version_0")
 
 
-@pytest.mark.xfail(strict=True, reason=NAME_PROPERTY)
 def test_tensorboard_log_sub_dir(tmpdir):
     class TestLogger(TensorBoardLogger):
         # for reproducibility

@@ -38,6 +38,10 @@ def _summary_writer() -> Any:
     return SummaryWriter
 
 
+def _expanded(path: str) -> str:
+    return os.path.expanduser(os.path.expandvars(path))
+
+
 class TensorBoardLogger(FolderLogger):
     """Event files in ``<save_dir>/<name>/version_<N>[/<sub_dir>]``; extra keywords go to
     ``SummaryWriter``. ``default_hp_metric`` logs ``hp_metric = -1`` with the hyperparameters,
@@ -82,8 +86,14 @@ class TensorBoardLogger(FolderLogger):
 
     @property
     def log_dir(self) -> str:
+        """``<save_dir>/<name>/<version>[/<sub_dir>]`` with ``~`` and ``$VARS`` expanded
+        (Lightning's TensorBoardLogger.log_dir; its root_dir and save_dir stay as given)."""
         path = self._version_dir()
-        return os.path.join(path, self._sub_dir) if self._sub_dir else path
+        path = os.path.join(path, self._sub_dir) if self._sub_dir else path
+        return _expanded(path)
+
+    def _runs_root(self) -> str:
+        return _expanded(self.root_dir)  # where log_dir puts the run folders
 
     @property
     def sub_dir(self) -> str | None:

@@ -1,0 +1,76 @@
+"""Lightning 2.x's rules for what reaches a logger and where it writes, held next to Lightning's
+own loggers where it is installed: a subclass's ``name`` / ``version`` properties name the
+folders, TensorBoardLogger's ``log_dir`` expands ``~`` and ``$VARS``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ddpkit.loggers
+
+KINDS = ["CSVLogger", "TensorBoardLogger"]
+
+
+def _renamed(base: type[Any]) -> type[Any]:
+    """``base`` with Lightning 1.4's test override: ``name`` and ``version`` as properties."""
+
+    class Renamed(base):  # type: ignore[misc, valid-type]
+        @property
+        def name(self) -> str:
+            return "name"
+
+        @property
+        def version(self) -> str:
+            return "version"
+
+    return Renamed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_subclass_name_property_names_the_folders(tmp_path: Path, kind: str) -> None:
+    """Before, root_dir joined the constructor's name (lightning_logs), not the property's."""
+    if kind == "TensorBoardLogger":
+        pytest.importorskip("tensorboard")
+    ours = _renamed(getattr(ddpkit.loggers, kind))(tmp_path)
+    assert ours.root_dir == str(tmp_path / "name")
+    assert ours.log_dir == str(tmp_path / "name" / "version")
+    pl_loggers = pytest.importorskip("pytorch_lightning.loggers")
+    theirs = _renamed(getattr(pl_loggers, kind))(tmp_path)
+    assert (ours.root_dir, ours.log_dir) == (theirs.root_dir, theirs.log_dir)
+
+
+def test_a_name_property_is_where_the_next_version_is_found(tmp_path: Path) -> None:
+    class Named(ddpkit.loggers.CSVLogger):
+        @property
+        def name(self) -> str:
+            return "mine"
+
+    (tmp_path / "mine" / "version_4").mkdir(parents=True)
+    assert Named(tmp_path).version == 5
+    assert Named(tmp_path).folders_to_write() == [str(tmp_path / "mine")]
+
+
+def test_tensorboard_log_dir_expands_home_and_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lightning's TensorBoardLogger.log_dir expands them (its save_dir and root_dir do not);
+    the next version is looked for where the run folders go."""
+    pytest.importorskip("tensorboard")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RUNS", "runs")
+    (tmp_path / "home" / "runs" / "tb" / "version_2").mkdir(parents=True)
+    ours = ddpkit.loggers.TensorBoardLogger("~/$RUNS", name="tb", sub_dir="s")
+    assert ours.save_dir == "~/$RUNS"
+    assert ours.root_dir == "~/$RUNS/tb"
+    assert ours.log_dir == str(tmp_path / "home" / "runs" / "tb" / "version_3" / "s")
+    assert ours.folders_to_write() == [str(tmp_path / "home" / "runs" / "tb")]
+    pl_loggers = pytest.importorskip("pytorch_lightning.loggers")
+    theirs = pl_loggers.TensorBoardLogger("~/$RUNS", name="tb", version=3, sub_dir="s")
+    assert (ours.save_dir, ours.root_dir, ours.log_dir) == (
+        theirs.save_dir,
+        theirs.root_dir,
+        theirs.log_dir,
+    )
