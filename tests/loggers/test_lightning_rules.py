@@ -1,6 +1,7 @@
 """Lightning 2.x's rules for what reaches a logger and where it writes, held next to Lightning's
 own loggers where it is installed: a subclass's ``name`` / ``version`` properties name the
-folders, TensorBoardLogger's ``log_dir`` expands ``~`` and ``$VARS``."""
+folders, TensorBoardLogger's ``log_dir`` expands ``~`` and ``$VARS``, and ``log_graph`` traces a
+module that no Trainer holds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
+import ddpkit
 import ddpkit.loggers
 
 KINDS = ["CSVLogger", "TensorBoardLogger"]
@@ -74,3 +77,35 @@ def test_tensorboard_log_dir_expands_home_and_variables(
         theirs.root_dir,
         theirs.log_dir,
     )
+
+
+class Traced(ddpkit.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(32, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+def _graph_nodes(folder: str) -> list[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(folder)
+    events.Reload()
+    return [node.op for node in events.Graph().node]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+def test_log_graph_of_a_module_without_a_trainer(tmp_path: Path) -> None:
+    """Before, tracing read ``module.trainer``, which raised: torch printed 'Error occurs, No
+    graph saved' and log_graph raised RuntimeError (Lightning traces under its
+    ``_jit_is_scripting``, where ``trainer`` is None)."""
+    pytest.importorskip("tensorboard")
+    logger = ddpkit.loggers.TensorBoardLogger(tmp_path, log_graph=True)
+    model = Traced()
+    logger.log_graph(model, torch.rand(2, 32))
+    logger.finalize("success")
+    assert "aten::linear" in _graph_nodes(logger.log_dir)
+    with pytest.raises(RuntimeError, match="Traced is not attached to a Trainer"):
+        model.trainer  # noqa: B018 (the flag is down again once the graph is traced)

@@ -42,12 +42,6 @@ FINALIZE_2X = (
 MISSING_FOLDER_2X = (
     "1.4 logged 'Missing logger folder' for a first version; Lightning 2.x's version lookup (as ddpkit's) is quiet"
 )
-GRAPH_UNATTACHED = (
-    "ddpkit defect: log_graph of a module not attached to a Trainer fails ('Error occurs, No graph saved', then "
-    "RuntimeError: not attached to a Trainer): torch.jit.trace reads every attribute and ddpkit.Module.trainer "
-    "raises (src/ddpkit/core/_module.py:79); Lightning traces under _jit_is_scripting() "
-    "(src/ddpkit/loggers/_tensorboard.py:148 does not)"
-)
 GRAPH_NO_INPUT = (
     "ddpkit defect: log_graph without an example input logs nothing and says nothing (Lightning 1.4 and 2.x warn "
     "'Could not log computational graph ...'): src/ddpkit/loggers/_tensorboard.py:146-147"
@@ -247,10 +241,7 @@ def test_tensorboard_log_omegaconf_hparams_and_metrics(tmpdir):
     logger.log_hyperparams(hparams, metrics)
 
 
-@pytest.mark.parametrize(
-    "example_input_array",
-    [None, pytest.param(torch.rand(2, 32), marks=pytest.mark.xfail(strict=True, reason=GRAPH_UNATTACHED))],
-)
+@pytest.mark.parametrize("example_input_array", [None, torch.rand(2, 32)])
 def test_tensorboard_log_graph(tmpdir, example_input_array):
     """test that log graph works with both model.example_input_array and
     if array is passed externaly

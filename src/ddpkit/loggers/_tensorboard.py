@@ -10,6 +10,7 @@ from argparse import Namespace
 from collections.abc import Mapping
 from typing import Any
 
+from ddpkit.core._module import jit_is_scripting
 from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers._base import (
     DummyExperiment,
@@ -155,7 +156,8 @@ class TensorBoardLogger(FolderLogger):
         )
         if example is None:
             return
-        self.experiment.add_graph(model, example)
+        with jit_is_scripting():  # tracing reads module.trainer, an error without a Trainer
+            self.experiment.add_graph(model, example)
 
     def save(self) -> None:
         """Flush the events; an existing version folder gets its ``hparams.yaml`` (Lightning's)."""
