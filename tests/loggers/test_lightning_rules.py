@@ -1,10 +1,12 @@
 """Lightning 2.x's rules for what reaches a logger and where it writes, held next to Lightning's
 own loggers where it is installed: a subclass's ``name`` / ``version`` properties name the
 folders, TensorBoardLogger's ``log_dir`` expands ``~`` and ``$VARS``, and ``log_graph`` traces a
-module that no Trainer holds."""
+module that no Trainer holds, or warns, with Lightning's words, that it has nothing to trace."""
 
 from __future__ import annotations
 
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +111,59 @@ def test_log_graph_of_a_module_without_a_trainer(tmp_path: Path) -> None:
     assert "aten::linear" in _graph_nodes(logger.log_dir)
     with pytest.raises(RuntimeError, match="Traced is not attached to a Trainer"):
         model.trainer  # noqa: B018 (the flag is down again once the graph is traced)
+
+
+def _graph_warnings(lib: Any, input_array: Any) -> list[tuple[type[Warning], str]]:
+    """What ``lib``'s TensorBoardLogger(log_graph=True).log_graph warns for a module without
+    an example input."""
+    module = Traced() if lib is ddpkit.loggers else _lightning_traced()
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lib.TensorBoardLogger(folder, log_graph=True).log_graph(module, input_array)
+    return [(w.category, str(w.message)) for w in seen if "graph" in str(w.message)]
+
+
+def _lightning_traced() -> Any:
+    from pytorch_lightning.demos.boring_classes import BoringModel
+
+    return BoringModel()  # its example_input_array is None
+
+
+@pytest.mark.parametrize("input_array", [None, {"x": 1}], ids=["none", "dict"])
+def test_log_graph_without_a_traceable_input_warns_as_lightning(input_array: Any) -> None:
+    """Before, log_graph with no example input logged nothing and said nothing."""
+    pytest.importorskip("tensorboard")
+    ((category, ours),) = _graph_warnings(ddpkit.loggers, input_array)
+    assert issubclass(category, UserWarning)
+    assert ours.startswith("Could not log computational graph to TensorBoard: The ")
+    pl_loggers = pytest.importorskip("pytorch_lightning.loggers")
+    ((their_category, theirs),) = _graph_warnings(pl_loggers, input_array)
+    # Lightning's words first (ddpkit adds the fix where Lightning's gives none)
+    assert issubclass(category, their_category) and ours.startswith(theirs)
+
+
+class Fitted(Traced):
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self(batch[0]).sum()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+def test_fit_logs_the_graph_or_says_why_not(tmp_path: Path) -> None:
+    """ddpkit's Trainer path: fit hands the module to log_graph (Lightning's _log_hyperparams)."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.rand(8, 32)), batch_size=4)
+    options = {"max_epochs": 1, "enable_progress_bar": False, "enable_model_summary": False}
+    with_input = Fitted()
+    with_input.example_input_array = torch.rand(2, 32)
+    logger = ddpkit.loggers.TensorBoardLogger(tmp_path, name="a", log_graph=True)
+    ddpkit.Trainer(default_root_dir=tmp_path, logger=logger, **options).fit(with_input, loader)
+    assert "aten::linear" in _graph_nodes(logger.log_dir)
+    logger = ddpkit.loggers.TensorBoardLogger(tmp_path, name="b", log_graph=True)
+    trainer = ddpkit.Trainer(default_root_dir=tmp_path, logger=logger, **options)
+    with pytest.warns(UserWarning, match=r"`model.example_input_array` attribute is not set"):
+        trainer.fit(Fitted(), loader)
