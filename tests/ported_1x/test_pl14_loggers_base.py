@@ -47,11 +47,6 @@ HPARAMS_2X = (
     "1.4 gave the loggers a module's hyperparameters (an empty dict) without save_hyperparameters(); Lightning "
     "2.x (as ddpkit) logs them only after save_hyperparameters() (Lightning 2.6 leaves this logger's untouched)"
 )
-STEP_KEY = (
-    "ddpkit defect: a logged 'step' value is not the loggers' step (Lightning 1.4 and 2.x pop it from the row and "
-    "log the row at that step; ddpkit logs it as a metric at trainer's step): src/ddpkit/trainer/_evaluation.py:58-62 "
-    "(log_epoch_row) and src/ddpkit/trainer/_training.py:299-302 (_step_row) always pass step=state.batches_stepped"
-)
 SANITIZE_2X = (
     "Logger._convert_params / _sanitize_params: 1.x's protected methods, moved out of the Logger class in "
     "Lightning 2.0 (lightning_fabric.utilities.logger functions)"
@@ -192,7 +187,6 @@ def test_multiple_loggers_pickle(tmpdir):
     assert trainer2.logger[1].metrics_logged == {"acc": 1.0}
 
 
-@pytest.mark.xfail(strict=True, reason=STEP_KEY)
 def test_adding_step_key(tmpdir):
     class CustomTensorBoardLogger(TensorBoardLogger):
         def __init__(self, *args, **kwargs) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 import torch
@@ -46,6 +47,19 @@ def _reduce_name(name: str, reduce_fx: Any) -> str:
     return found
 
 
+@contextmanager
+def jit_is_scripting() -> Iterator[None]:
+    """Within it, ``module.trainer`` of a module not attached to a Trainer is None, not an
+    error: ``torch.jit.trace`` (``SummaryWriter.add_graph``) reads every attribute of the module
+    it traces (Lightning's ``_jit_is_scripting``, for pytorch/pytorch#67146)."""
+    before = Module._jit_is_scripting
+    Module._jit_is_scripting = True
+    try:
+        yield
+    finally:
+        Module._jit_is_scripting = before
+
+
 class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Module):
     """Subclass it and implement ``training_step`` and ``configure_optimizers``.
 
@@ -60,6 +74,8 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
     #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
     CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
     CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
+    #: True while torch.jit traces a module (:func:`jit_is_scripting`; Lightning's flag)
+    _jit_is_scripting: ClassVar[bool] = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -74,6 +90,9 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
     @property
     def trainer(self) -> TrainerProtocol:
         if self._trainer is None:
+            if Module._jit_is_scripting:
+                # torch.jit.trace reads every attribute: None there, not an error (Lightning's)
+                return None  # type: ignore[return-value]
             raise RuntimeError(f"{type(self).__name__} is not attached to a Trainer")
         return self._trainer
 

@@ -237,7 +237,13 @@ class FolderLogger(Logger):
     def folders_to_write(self) -> list[str]:
         """Where this logger will write (checked before a run starts: a file in the way or a
         read-only folder is an error then, not after an epoch)."""
-        return [self.root_dir]
+        return [self._runs_root()]
+
+    def _runs_root(self) -> str:
+        """The folder the run folders are written under, where ``version=None`` looks for
+        ``version_N``: ``root_dir`` (a subclass whose ``log_dir`` rewrites the path says so
+        here, so the number and the check look where the files go)."""
+        return self.root_dir
 
     @property
     def name(self) -> str:
@@ -246,7 +252,7 @@ class FolderLogger(Logger):
     @property
     def version(self) -> int | str:
         if self._version is None:
-            self._version = next_version(self.root_dir)
+            self._version = next_version(self._runs_root())
         return self._version
 
     def _set_version(self, version: int | str | None) -> None:
@@ -259,8 +265,11 @@ class FolderLogger(Logger):
 
     @property
     def root_dir(self) -> str:
-        # No name: the save folder itself, as Lightning 1.x's (2.x's join leaves a trailing "/")
-        return os.path.join(self._save_dir, self._name) if self._name else self._save_dir
+        # self.name, not self._name: a subclass that overrides the ``name`` property names the
+        # folder (Lightning's root_dir joins self.name). No name: the save folder itself, as
+        # Lightning 1.x's (2.x's join leaves a trailing "/")
+        name = self.name
+        return os.path.join(self._save_dir, name) if name else self._save_dir
 
     def _version_dir(self) -> str:
         """``root_dir`` joined with the version's folder name."""

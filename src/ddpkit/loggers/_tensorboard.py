@@ -10,7 +10,10 @@ from argparse import Namespace
 from collections.abc import Mapping
 from typing import Any
 
-from ddpkit.errors import MisconfigurationError
+import torch
+
+from ddpkit.core._module import jit_is_scripting
+from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers._base import (
     DummyExperiment,
     FolderLogger,
@@ -22,6 +25,7 @@ from ddpkit.loggers._base import (
     write_hparams,
 )
 from ddpkit.utilities._paths import refuse_nul
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 NAME_HPARAMS_FILE = "hparams.yaml"
 _DEFAULTS = {"name": "lightning_logs", "version": None, "prefix": ""}
@@ -36,6 +40,10 @@ def _summary_writer() -> Any:
             'pip install "ddpkit[tensorboard]" (or pip install tensorboard).'
         ) from missing
     return SummaryWriter
+
+
+def _expanded(path: str) -> str:
+    return os.path.expanduser(os.path.expandvars(path))
 
 
 class TensorBoardLogger(FolderLogger):
@@ -82,8 +90,14 @@ class TensorBoardLogger(FolderLogger):
 
     @property
     def log_dir(self) -> str:
+        """``<save_dir>/<name>/<version>[/<sub_dir>]`` with ``~`` and ``$VARS`` expanded
+        (Lightning's TensorBoardLogger.log_dir; its root_dir and save_dir stay as given)."""
         path = self._version_dir()
-        return os.path.join(path, self._sub_dir) if self._sub_dir else path
+        path = os.path.join(path, self._sub_dir) if self._sub_dir else path
+        return _expanded(path)
+
+    def _runs_root(self) -> str:
+        return _expanded(self.root_dir)  # where log_dir puts the run folders
 
     @property
     def sub_dir(self) -> str | None:
@@ -143,9 +157,26 @@ class TensorBoardLogger(FolderLogger):
         example = (
             input_array if input_array is not None else getattr(model, "example_input_array", None)
         )
+        # Nothing to trace: Lightning 2.x's warnings, word for word (the first with a fix added)
         if example is None:
-            return
-        self.experiment.add_graph(model, example)
+            rank_zero_warn(
+                "Could not log computational graph to TensorBoard: The `model.example_input_array` "
+                "attribute is not set or `input_array` was not given. Fix: set "
+                "`model.example_input_array` to an input of the model's forward(), call "
+                "log_graph(model, input_array), or TensorBoardLogger(log_graph=False).",
+                DDPKitWarning,
+            )
+        elif not isinstance(example, torch.Tensor | tuple):
+            rank_zero_warn(
+                "Could not log computational graph to TensorBoard: The `input_array` or "
+                f"`model.example_input_array` has type {type(example)} which can't be traced by "
+                "TensorBoard. Make the input array a tuple representing the positional arguments "
+                "to the model's `forward()` implementation.",
+                DDPKitWarning,
+            )
+        else:
+            with jit_is_scripting():  # tracing reads module.trainer, an error without a Trainer
+                self.experiment.add_graph(model, example)
 
     def save(self) -> None:
         """Flush the events; an existing version folder gets its ``hparams.yaml`` (Lightning's)."""

@@ -56,11 +56,25 @@ def log_epoch_row(ctx: StageContext, values: dict[str, float]) -> None:
     """An epoch's values to every logger (on every rank: a ddpkit logger writes on rank 0)."""
     if not values:
         return
+    ctx.state.epoch_rows += 1
+    log_row(ctx, values)
+
+
+def log_row(ctx: StageContext, values: Mapping[str, float]) -> None:
+    """A row of a training step or of an epoch to every logger, by Lightning 2.x's rule
+    (``LoggerConnector.log_metrics`` with no step given): a value logged as ``"step"`` is not a
+    metric but the row's step (an int), and the row gets no ``"epoch"``; otherwise the row is
+    logged at the batches that stepped, with ``"epoch"`` unless the module logged one."""
     state = ctx.state
-    row = {**values, "epoch": state.current_epoch}
-    state.epoch_rows += 1
+    row = dict(values)
+    logged_step = row.pop("step", None)
+    if logged_step is not None:
+        step = int(logged_step)
+    else:
+        row.setdefault("epoch", state.current_epoch)
+        step = state.batches_stepped
     for logger in state.loggers:
-        logger.log_metrics(row, step=state.batches_stepped)
+        logger.log_metrics(row, step=step)
 
 
 def _mode(model: Any) -> dict[Any, bool]:

@@ -19,7 +19,7 @@ from torch import nn
 from ddpkit.callbacks._dispatch import module_hook
 from ddpkit.trainer._context import StageContext
 from ddpkit.trainer._data import epoch_batches, num_batches, set_sampler_epoch
-from ddpkit.trainer._evaluation import evaluate, log_epoch_row, warn_legacy_hook
+from ddpkit.trainer._evaluation import evaluate, log_epoch_row, log_row, warn_legacy_hook
 from ddpkit.trainer._limits import (
     can_stop,
     check_val_interval,
@@ -287,9 +287,7 @@ def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
     metrics = state.metrics
     pending = metrics.pending_step_row
     if pending and rows and state.global_step % every == 0:
-        row = {**pending, "epoch": state.current_epoch}
-        for logger in state.loggers:
-            logger.log_metrics(row, step=state.batches_stepped)
+        log_row(ctx, pending)
         state.step_rows += 1
     pending.clear()
     metrics.step_row_due = rows and (state.global_step + 1) % every == 0
