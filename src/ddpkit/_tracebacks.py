@@ -87,11 +87,6 @@ def library_of(filename: str, roots: list[tuple[str, str]] | None = None) -> str
     return None
 
 
-def is_library_file(filename: str) -> bool:
-    """True for a file of ddpkit, torch, Lightning or the standard library."""
-    return library_of(filename) is not None
-
-
 @dataclass(frozen=True)
 class Folded:
     """An exception's traceback, as a report shows it."""

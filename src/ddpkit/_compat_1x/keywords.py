@@ -89,10 +89,6 @@ def _bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
-def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: v is None or check(v)
-
-
 #: The profiler names Lightning 2.x's Trainer takes (``pytorch_lightning.trainer.setup``).
 _PROFILERS = ("simple", "advanced", "pytorch", "xla")
 
