@@ -16,6 +16,7 @@ import logging
 import warnings
 from pathlib import Path
 
+from ddpkit._lightning_surface.build import dumps
 from ddpkit.lightning._surface import build, page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = build.build_table(facts)
-    (SURFACE / "surface_1x.json").write_text(build.dumps(table))
+    (SURFACE / "surface_1x.json").write_text(dumps(table))
     PAGE.write_text(page.render(table))
     print(f"wrote {SURFACE / 'surface_1x.json'} and {PAGE}")
 

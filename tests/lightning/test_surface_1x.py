@@ -25,6 +25,7 @@ import pytest
 
 pl = pytest.importorskip("pytorch_lightning", reason="the `lightning` extra is not installed")
 
+from ddpkit._lightning_surface.build import dumps  # noqa: E402
 from ddpkit.errors import (  # noqa: E402
     LightningRemovedAttributeError,
     LightningRemovedError,
@@ -54,7 +55,7 @@ def test_the_table_is_what_the_rules_give_for_the_facts() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rebuilt = build.build_table(facts)
-    assert build.dumps(rebuilt) == (SURFACE / "surface_1x.json").read_text(), (
+    assert dumps(rebuilt) == (SURFACE / "surface_1x.json").read_text(), (
         "surface_1x.json is stale: run .venv/bin/python scripts/lightning_1x_table.py"
     )
     assert page.render(rebuilt) == PAGE.read_text(), (

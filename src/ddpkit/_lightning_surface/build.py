@@ -34,7 +34,8 @@ from ddpkit._lightning_surface.signatures import defaults_differ, incompatible, 
 
 
 class UnresolvedError(LookupError):
-    """Entries that the rules leave without a status."""
+    """Entries that the rules leave without a status (of this table, and of the 1.x one:
+    :mod:`ddpkit.lightning._surface.build`)."""
 
 
 def _import(target: str) -> Any:
@@ -230,5 +231,5 @@ def build_table(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps(table: dict[str, Any]) -> str:
-    """The table as committed: one entry a line, keys sorted."""
+    """The table as committed (this one and the 1.x one): one entry a line, keys sorted."""
     return json.dumps(table, indent=0, sort_keys=True, ensure_ascii=False) + "\n"

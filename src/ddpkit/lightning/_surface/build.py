@@ -27,15 +27,12 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from ddpkit._lightning_surface.build import UnresolvedError
 from ddpkit.lightning import _surface
 from ddpkit.lightning._surface import members, refusals, rules
 
 _PACKAGES = ("pytorch_lightning", "lightning_fabric", "lightning_utilities")
 _PREFER = {name: rank for rank, name in enumerate(_PACKAGES)}
-
-
-class UnresolvedError(LookupError):
-    """1.x entries that the rules leave without a status."""
 
 
 def _public(name: str) -> bool:
@@ -212,10 +209,3 @@ def build_table(facts: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise UnresolvedError(f"{len(missing)} 1.x entries have no status:\n" + "\n".join(missing))
     return out
-
-
-def dumps(table: dict[str, Any]) -> str:
-    """The table as committed: one entry a line, keys sorted."""
-    import json
-
-    return json.dumps(table, indent=0, sort_keys=True, ensure_ascii=False) + "\n"
