@@ -77,14 +77,6 @@ def _say_fast_dev_run(config: LoopConfig) -> None:
         )
 
 
-def _check_verbose(stage: str, verbose: Any) -> None:
-    if not isinstance(verbose, bool):
-        raise MisconfigurationError(
-            f"Trainer.{stage}(verbose={safe_repr(verbose)}): pass True (print the results "
-            f"table) or False. Fix: verbose=True."
-        )
-
-
 class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     """Train a module on one CPU, many CPU processes, GPUs or a cluster — chosen by flags.
 
@@ -189,11 +181,9 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         table, on rank zero). Without a model: the fitted one (with the best checkpoint's
         weights when a ModelCheckpoint saved one, or ``ckpt_path``'s: "best", "last" or a
         path)."""
-        _check_verbose("validate", verbose)
-        results = self._launch(
-            "validate", model, (dataloaders, None), datamodule, ckpt_path, weights_only
+        return self._launch(  # type: ignore[no-any-return]
+            "validate", model, (dataloaders, None), datamodule, ckpt_path, weights_only, verbose
         )
-        return self._report(results, "validate", verbose)
 
     def test(
         self,
@@ -206,17 +196,9 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     ) -> list[dict[str, float]]:
         """One test epoch; ``[{metric: value}]`` (the model, ``ckpt_path`` and ``verbose`` as in
         validate)."""
-        _check_verbose("test", verbose)
-        results = self._launch(
-            "test", model, (dataloaders, None), datamodule, ckpt_path, weights_only
+        return self._launch(  # type: ignore[no-any-return]
+            "test", model, (dataloaders, None), datamodule, ckpt_path, weights_only, verbose
         )
-        return self._report(results, "test", verbose)
-
-    def _report(self, results: Any, stage: str, verbose: bool) -> list[dict[str, float]]:
-        """Lightning's results table on rank zero (``verbose``), and the results."""
-        if verbose and results is not None and self.is_global_zero:
-            print_results(results, stage)
-        return results  # type: ignore[no-any-return]
 
     def predict(
         self,
@@ -231,7 +213,7 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         gathered (each rank predicts one contiguous block of the dataset)."""
         keep = True if return_predictions is None else bool(return_predictions)
         return self._launch(  # type: ignore[no-any-return]
-            "predict", model, (dataloaders, None), datamodule, ckpt_path, weights_only, keep
+            "predict", model, (dataloaders, None), datamodule, ckpt_path, weights_only, False, keep
         )
 
     def _launch(
@@ -242,9 +224,16 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         datamodule: Any,
         ckpt_path: str | os.PathLike[str] | None,
         weights_only: bool,
+        verbose: Any = False,
         return_predictions: bool = True,
     ) -> Any:
-        """Everything that can be checked is checked here, before any rank starts."""
+        """Everything that can be checked is checked here, before any rank starts.
+        ``verbose`` (validate / test): Lightning's results table, printed on rank zero."""
+        if not isinstance(verbose, bool):
+            raise MisconfigurationError(
+                f"Trainer.{fn}(verbose={safe_repr(verbose)}): pass True (print the results "
+                f"table) or False. Fix: verbose=True."
+            )
         given = model is not None
         model = check_model(fn, model, self._state.model)
         if self.is_global_zero:  # what rank zero will write: checked before any rank starts
@@ -276,7 +265,10 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
             output = launcher.launch(self._run_stage, fn, request, max_restarts=restarts)
         if spawn and output is not None:
             self._adopt(model, datamodule, output)
-        return output.result if output is not None else None
+        result = output.result if output is not None else None
+        if verbose and result is not None and self.is_global_zero:
+            print_results(result, fn)
+        return result
 
     def _run_stage(self, fn: str, request: StageRequest) -> StageOutput:
         return run_stage(self, self._state, self._config, request)
