@@ -166,33 +166,30 @@ def _refuse_unsupported(given: dict[str, Any]) -> None:
         )
 
 
+#: What ``barebones=True`` turns off, and the value it sets.
+_BAREBONES_OFF: dict[str, Any] = {
+    "logger": False,
+    "enable_checkpointing": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "log_every_n_steps": 0,
+    "num_sanity_val_steps": 0,
+}
+
+
 def _barebones(given: dict[str, Any], explicit: set[str]) -> None:
     """Lightning's barebones: every feature that costs speed off, and asking for one is an
     error."""
     if not check_bool("barebones", given["barebones"]):
         return
-    for name, off in (
-        ("logger", (None, False)),
-        ("enable_checkpointing", (None, False)),
-        ("enable_progress_bar", (None, False)),
-        ("enable_model_summary", (None, False)),
-        ("log_every_n_steps", (None, 0)),
-        ("num_sanity_val_steps", (None, 0)),
-    ):
-        if name in explicit and given[name] not in off:
+    for name, off in _BAREBONES_OFF.items():
+        if name in explicit and given[name] not in (None, off):
             raise MisconfigurationError(
                 f"Trainer(barebones=True, {name}={safe_repr(given[name])}): barebones turns "
                 f"{name} off. "
                 f"Fix: leave {name} out, or drop barebones=True."
             )
-    given.update(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        log_every_n_steps=0,
-        num_sanity_val_steps=0,
-    )
+    given.update(_BAREBONES_OFF)
 
 
 def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
