@@ -163,7 +163,8 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None, kind: str = 
     return found
 
 
-_LOADER_HOOKS = {
+#: the hook that gives each stage's loader
+LOADER_HOOKS = {
     "train": "train_dataloader",
     "validate": "val_dataloader",
     "test": "test_dataloader",
@@ -176,7 +177,7 @@ def find_loader(stage: str, given: Any, datamodule: Any, model: Any) -> Any:
     DataModule's hook, else the module's; None when there is none."""
     if given is not None:
         return one_loader(stage, given)
-    name = _LOADER_HOOKS[stage]
+    name = LOADER_HOOKS[stage]
     for source in (datamodule, model):
         if source is None:
             continue
@@ -232,9 +233,13 @@ def check_no_dataloader_idx(model: Any, callbacks: Iterable[Any]) -> None:
                     )
 
 
-def loader_hook(stage: str) -> str:
-    """The hook that gives ``stage``'s loader (for messages)."""
-    return _LOADER_HOOKS[stage]
+def no_data(fn: str) -> MisconfigurationError:
+    """The refusal of a stage without data: no loader given, and no hook that gives one."""
+    train, given = ("training ", "train_dataloaders") if fn == "fit" else ("", "dataloaders")
+    return MisconfigurationError(
+        f"Trainer.{fn}: no {train}data. Pass {given}=..., a datamodule=..., "
+        f"or implement {LOADER_HOOKS['train' if fn == 'fit' else fn]}() on the module."
+    )
 
 
 def epoch_batches(
