@@ -3,6 +3,7 @@ predict launched on every rank."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers._csv import CSVLogger
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
-from ddpkit.trainer._config import LOOP_KEYWORDS, LoopConfig, build_config
+from ddpkit.trainer._config import LoopConfig, build_config
 from ddpkit.trainer._data import check_no_dataloader_idx
 from ddpkit.trainer._evaluation import print_results
 from ddpkit.trainer._fit_port import KeptCheckpoint
@@ -138,7 +139,7 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     ) -> None:
         given = dict(locals())
         # The loop keywords first: a bad one is reported before the device flags are resolved.
-        self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, legacy)
+        self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, LOOP_KEYWORDS, legacy)
         flags = Flags.of(**{k: given[k] for k in DEVICE_FLAGS})
         self._accelerator_connector = AcceleratorConnector(flags)
         check_restarts(self._config.max_restarts, self._accelerator_connector.plan)
@@ -323,3 +324,13 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
             atomic_save(checkpoint, filepath)
         if barrier:
             self.strategy.barrier("save_checkpoint")
+
+
+#: Lightning 2.x's loop keywords with Lightning's defaults (None: decided from the others), and
+#: ddpkit's own ``max_restarts`` (Lightning has no restarts: docs/reliability.md) — every
+#: keyword of ``Trainer.__init__`` but the device flags, as its signature gives them.
+LOOP_KEYWORDS: dict[str, Any] = {
+    name: parameter.default
+    for name, parameter in inspect.signature(Trainer.__init__).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY and name not in DEVICE_FLAGS
+}
