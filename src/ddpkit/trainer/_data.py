@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -263,27 +264,17 @@ def epoch_batches(
     if n is not None:
         if n <= 0:
             return
-        # Stop at the n-th batch without asking the loader again, as Lightning does: a sampler
-        # asked past its end can draw from its generator (RandomSampler draws one more
-        # permutation), and the next epochs' order would differ.
-        for batch_idx, batch in enumerate(loader):
+        # Stop at the n-th batch without asking the loader again, as Lightning does (islice
+        # does not): a sampler asked past its end can draw from its generator (RandomSampler
+        # draws one more permutation), and the next epochs' order would differ.
+        for batch_idx, batch in enumerate(itertools.islice(loader, n)):
             yield batch_idx, batch, batch_idx + 1 == n
-            if batch_idx + 1 >= n:
-                return
         return
-    iterator = iter(loader)
-    try:
-        ahead = next(iterator)
-    except StopIteration:
-        return
-    batch_idx = 0
-    while True:
-        try:
-            following = next(iterator)
-        except StopIteration:
-            yield batch_idx, ahead, True
-            return
-        yield batch_idx, ahead, False
+    iterator, end = iter(loader), object()
+    ahead, batch_idx = next(iterator, end), 0
+    while ahead is not end:
+        following = next(iterator, end)
+        yield batch_idx, ahead, following is end
         ahead, batch_idx = following, batch_idx + 1
 
 
