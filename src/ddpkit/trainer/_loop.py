@@ -234,21 +234,17 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     if fn == "fit":
         _fit(ctx, request, checkpoint, resume.before_epochs(ctx.plugin, checkpoint))
         return None
-    if fn in ("validate", "test"):
-        state.status.stage = fn
-        limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
-        if limit == 0:  # Lightning's: no loader asked for, no evaluation hooks, no results
-            return []
-        loader = find_loader(fn, request.loaders[0], state.datamodule, model)
-        _require(loader, fn)
-        kind = "val" if fn == "validate" else "test"
-        values = evaluate(ctx, fn, ctx.prepare(loader, train=False, kind=kind), limit)
-        return [values]
-    state.status.stage = "predict"
-    loader = find_loader("predict", request.loaders[0], state.datamodule, model)
-    _require(loader, "predict")
-    prepared = ctx.prepare(loader, train=False, predict=True, kind="predict")
-    return predict(ctx, prepared, ctx.config.limit_predict_batches, request.return_predictions)
+    state.status.stage = fn
+    kind = "val" if fn == "validate" else fn
+    limit = getattr(ctx.config, f"limit_{kind}_batches")
+    if limit == 0 and fn != "predict":
+        return []  # Lightning's: no loader asked for, no evaluation hooks, no results
+    loader = find_loader(fn, request.loaders[0], state.datamodule, model)
+    _require(loader, fn)
+    prepared = ctx.prepare(loader, train=False, predict=fn == "predict", kind=kind)
+    if fn == "predict":
+        return predict(ctx, prepared, limit, request.return_predictions)
+    return [evaluate(ctx, fn, prepared, limit)]
 
 
 def _require(loader: Any, fn: str) -> None:
