@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddpkit import DDPKitDeprecationWarning, MisconfigurationError, Trainer
-from ddpkit.trainer._config import LOOP_KEYWORDS
 from ddpkit.trainer._legacy import LEGACY_MAPPED, LEGACY_REFUSED
+from ddpkit.trainer._trainer import LOOP_KEYWORDS
 
 try:  # imported at collection: Lightning's import sets an environment variable of torch's
     import pytorch_lightning as pl

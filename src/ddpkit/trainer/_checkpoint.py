@@ -79,12 +79,11 @@ def dump_checkpoint(
         checkpoint["optimizer_states"] = [o.state_dict() for o in state.optimizers]
         checkpoint["lr_schedulers"] = [c.scheduler.state_dict() for c in state.lr_scheduler_configs]
         checkpoint["precision"] = precision.state_dict()
-        states: dict[str, Any] = {}
-        for callback in state.callbacks:
-            found: dict[str, Any] = callback.state_dict()
-            if found:
-                states[callback.state_key] = found
-        checkpoint["callbacks"] = states
+        checkpoint["callbacks"] = {
+            callback.state_key: found
+            for callback in state.callbacks
+            if (found := callback.state_dict())
+        }
     if rng is not None:
         checkpoint["ddpkit_rng"] = rng
     for prefix, owner in (("", model), ("datamodule_", state.datamodule)):
@@ -162,10 +161,10 @@ def resolve_ckpt_path(
 ) -> str | None:
     """``"best"`` / ``"last"`` into the checkpoint callback's file; ``None`` without a model
     into ``"best"`` (as Lightning does, saying so)."""
+    callback = _checkpoint_callback(state)
     if ckpt_path is None:
         if model_given or fn == "fit":
             return None
-        callback = _checkpoint_callback(state)
         if callback is None or not callback.best_model_path:
             return None  # the fitted module's current weights
         rank_zero_warn(
@@ -176,10 +175,9 @@ def resolve_ckpt_path(
         )
         ckpt_path = "best"
     if ckpt_path == "last":
-        return _last_checkpoint(fn, _checkpoint_callback(state))
+        return _last_checkpoint(fn, callback)
     if ckpt_path == "best":
-        callback = _checkpoint_callback(state)
-        found = getattr(callback, "best_model_path", "") if callback is not None else ""
+        found = callback.best_model_path if callback is not None else ""
         if not found:
             raise MisconfigurationError(
                 f"Trainer.{fn}(ckpt_path='best'): there is no best checkpoint (no "

@@ -29,46 +29,6 @@ from ddpkit.trainer._keywords import (
 from ddpkit.trainer._legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
 from ddpkit.utilities._reprs import safe_repr
 
-#: Lightning 2.x's loop keywords with Lightning's defaults (None: decided from the others)
-LOOP_KEYWORDS: dict[str, Any] = {
-    "logger": None,
-    "callbacks": None,
-    "fast_dev_run": False,
-    "max_epochs": None,
-    "min_epochs": None,
-    "max_steps": -1,
-    "min_steps": None,
-    "max_time": None,
-    "limit_train_batches": None,
-    "limit_val_batches": None,
-    "limit_test_batches": None,
-    "limit_predict_batches": None,
-    "overfit_batches": 0.0,
-    "val_check_interval": None,
-    "check_val_every_n_epoch": 1,
-    "num_sanity_val_steps": None,
-    "log_every_n_steps": None,
-    "enable_checkpointing": None,
-    "enable_progress_bar": None,
-    "enable_model_summary": None,
-    "accumulate_grad_batches": 1,
-    "gradient_clip_val": None,
-    "gradient_clip_algorithm": None,
-    "deterministic": None,
-    "benchmark": None,
-    "inference_mode": True,
-    "use_distributed_sampler": True,
-    "profiler": None,
-    "detect_anomaly": False,
-    "barebones": False,
-    "reload_dataloaders_every_n_epochs": 0,
-    "default_root_dir": None,
-    "enable_autolog_hparams": True,
-    "model_registry": None,
-    # ddpkit's own (Lightning has no restarts): docs/reliability.md
-    "max_restarts": 0,
-}
-
 
 @dataclass(frozen=True, kw_only=True)
 class LoopConfig:
@@ -166,40 +126,40 @@ def _refuse_unsupported(given: dict[str, Any]) -> None:
         )
 
 
+#: What ``barebones=True`` turns off, and the value it sets.
+_BAREBONES_OFF: dict[str, Any] = {
+    "logger": False,
+    "enable_checkpointing": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "log_every_n_steps": 0,
+    "num_sanity_val_steps": 0,
+}
+
+
 def _barebones(given: dict[str, Any], explicit: set[str]) -> None:
     """Lightning's barebones: every feature that costs speed off, and asking for one is an
     error."""
     if not check_bool("barebones", given["barebones"]):
         return
-    for name, off in (
-        ("logger", (None, False)),
-        ("enable_checkpointing", (None, False)),
-        ("enable_progress_bar", (None, False)),
-        ("enable_model_summary", (None, False)),
-        ("log_every_n_steps", (None, 0)),
-        ("num_sanity_val_steps", (None, 0)),
-    ):
-        if name in explicit and given[name] not in off:
+    for name, off in _BAREBONES_OFF.items():
+        if name in explicit and given[name] not in (None, off):
             raise MisconfigurationError(
                 f"Trainer(barebones=True, {name}={safe_repr(given[name])}): barebones turns "
                 f"{name} off. "
                 f"Fix: leave {name} out, or drop barebones=True."
             )
-    given.update(
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        log_every_n_steps=0,
-        num_sanity_val_steps=0,
-    )
+    given.update(_BAREBONES_OFF)
 
 
-def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
-    """``given``: the loop keywords as passed (defaults filled in); ``extra``: the keywords
-    ``Trainer`` does not know by name (1.x ones, typos)."""
+def build_config(
+    given: dict[str, Any], defaults: dict[str, Any], extra: dict[str, Any]
+) -> LoopConfig:
+    """``given``: the loop keywords as passed (defaults filled in); ``defaults``: their defaults
+    (``Trainer``'s); ``extra``: the keywords ``Trainer`` does not know by name (1.x ones,
+    typos)."""
     given = dict(given)
-    explicit = {k for k, v in given.items() if v is not LOOP_KEYWORDS.get(k, v)}
+    explicit = {k for k, v in given.items() if v is not defaults.get(k, v)}
     hidden: dict[str, Any] = {"_summary_depth": 1, "_resume_from_checkpoint": None}
     hidden["_checkpointing_keyword"] = (
         "checkpoint_callback"
@@ -208,7 +168,7 @@ def build_config(given: dict[str, Any], extra: dict[str, Any]) -> LoopConfig:
     )
     for name, value in extra.items():
         if name not in LEGACY_MAPPED and name not in LEGACY_REFUSED:
-            raise unknown_keyword(name, value, [*LOOP_KEYWORDS, *LEGACY_MAPPED, *LEGACY_REFUSED])
+            raise unknown_keyword(name, value, [*defaults, *LEGACY_MAPPED, *LEGACY_REFUSED])
         mapping, warn = map_legacy(name, value)
         for key, mapped in mapping.items():
             if key in explicit:

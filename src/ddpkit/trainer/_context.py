@@ -16,6 +16,7 @@ from ddpkit.trainer._config import LoopConfig
 from ddpkit.trainer._data import distribute
 from ddpkit.trainer._protocols import LoopTrainer
 from ddpkit.trainer._state import LoopState
+from ddpkit.utilities._rank_zero import rank_zero_info
 from ddpkit.utilities._seed import configured_seed
 
 
@@ -57,6 +58,11 @@ class StageContext:
         self.plain_forward = kind.forward_context is PrecisionPlugin.forward_context
         self._on_cpu = self.device.type == "cpu"
         self._transfer = self._transfer_hooks()
+
+    def info(self, message: str) -> None:
+        """An INFO line, said by global rank zero."""
+        if self.plugin.is_global_zero:
+            rank_zero_info(message)
 
     def _transfer_hooks(self) -> tuple[Any, Any, Any] | None:
         """The batch-transfer hooks of the DataModule or the module, if any is overridden."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -163,7 +164,8 @@ def num_batches(loader: DataLoader[Any], limit: int | float | None, kind: str = 
     return found
 
 
-_LOADER_HOOKS = {
+#: the hook that gives each stage's loader
+LOADER_HOOKS = {
     "train": "train_dataloader",
     "validate": "val_dataloader",
     "test": "test_dataloader",
@@ -176,7 +178,7 @@ def find_loader(stage: str, given: Any, datamodule: Any, model: Any) -> Any:
     DataModule's hook, else the module's; None when there is none."""
     if given is not None:
         return one_loader(stage, given)
-    name = _LOADER_HOOKS[stage]
+    name = LOADER_HOOKS[stage]
     for source in (datamodule, model):
         if source is None:
             continue
@@ -232,9 +234,13 @@ def check_no_dataloader_idx(model: Any, callbacks: Iterable[Any]) -> None:
                     )
 
 
-def loader_hook(stage: str) -> str:
-    """The hook that gives ``stage``'s loader (for messages)."""
-    return _LOADER_HOOKS[stage]
+def no_data(fn: str) -> MisconfigurationError:
+    """The refusal of a stage without data: no loader given, and no hook that gives one."""
+    train, given = ("training ", "train_dataloaders") if fn == "fit" else ("", "dataloaders")
+    return MisconfigurationError(
+        f"Trainer.{fn}: no {train}data. Pass {given}=..., a datamodule=..., "
+        f"or implement {LOADER_HOOKS['train' if fn == 'fit' else fn]}() on the module."
+    )
 
 
 def epoch_batches(
@@ -258,27 +264,17 @@ def epoch_batches(
     if n is not None:
         if n <= 0:
             return
-        # Stop at the n-th batch without asking the loader again, as Lightning does: a sampler
-        # asked past its end can draw from its generator (RandomSampler draws one more
-        # permutation), and the next epochs' order would differ.
-        for batch_idx, batch in enumerate(loader):
+        # Stop at the n-th batch without asking the loader again, as Lightning does (islice
+        # does not): a sampler asked past its end can draw from its generator (RandomSampler
+        # draws one more permutation), and the next epochs' order would differ.
+        for batch_idx, batch in enumerate(itertools.islice(loader, n)):
             yield batch_idx, batch, batch_idx + 1 == n
-            if batch_idx + 1 >= n:
-                return
         return
-    iterator = iter(loader)
-    try:
-        ahead = next(iterator)
-    except StopIteration:
-        return
-    batch_idx = 0
-    while True:
-        try:
-            following = next(iterator)
-        except StopIteration:
-            yield batch_idx, ahead, True
-            return
-        yield batch_idx, ahead, False
+    iterator, end = iter(loader), object()
+    ahead, batch_idx = next(iterator, end), 0
+    while ahead is not end:
+        following = next(iterator, end)
+        yield batch_idx, ahead, following is end
         ahead, batch_idx = following, batch_idx + 1
 
 

@@ -44,17 +44,13 @@ LEGACY_REFUSED: dict[str, str] = {
 }
 
 
-def _nothing() -> None:
-    return None
-
-
 def map_legacy(name: str, value: Any) -> tuple[dict[str, Any], Callable[[], None]]:
     """A 1.x keyword in 2.x terms and the warning that says so (to give once the rest is
     checked), or a refusal naming the replacement."""
     row = ROWS[name]
     nothing = row.asks_for_nothing(value)
     if nothing is True:
-        return {}, _nothing
+        return {}, lambda: None
     if nothing is False:
         message = (
             f"{call(name, value)} is a Lightning 1.x keyword, removed in Lightning {row.removed}, "

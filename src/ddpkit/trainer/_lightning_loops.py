@@ -43,15 +43,14 @@ def _batches(ready: int, completed: int) -> dict[str, int]:
     return {"ready": ready, "completed": completed, "started": ready, "processed": ready}
 
 
-def _idle_loop(last: bool = True) -> dict[str, Any]:
-    """An evaluation loop that has not run (``last``: its progress tracks the last batch; the
-    predict loop's does not)."""
-    zeros = _batches(0, 0)
-    progress: dict[str, Any] = _progress(dict(zeros), dict(zeros))
-    return {
-        "state_dict": {},
-        "batch_progress": {**progress, "is_last_batch": False} if last else progress,
-    }
+def _eval_loop(total: int = 0, latest: int = 0, *, last: bool = True) -> dict[str, Any]:
+    """An evaluation loop that ran ``total`` batches, ``latest`` of them in its latest run (none:
+    it has not run). ``last``: its progress tracks the last batch; the predict loop's does
+    not."""
+    progress: dict[str, Any] = _progress(_batches(total, total), _batches(latest, latest))
+    if last:
+        progress["is_last_batch"] = latest > 0
+    return {"state_dict": {}, "batch_progress": progress}
 
 
 def _epoch_progress(e: int, running: bool, epochs_completed: int) -> dict[str, int]:
@@ -79,14 +78,7 @@ def fit_loop_state(state: LoopState) -> dict[str, Any]:
     stepped = state.batches_stepped
     if running and state.epochs_completed > e and state.status.stage == "train":
         stepped += 1
-    val_total, val_last = state.val_batches
-    val_loop = {
-        "state_dict": {},
-        "batch_progress": {
-            **_progress(_batches(val_total, val_total), _batches(val_last, val_last)),
-            "is_last_batch": val_last > 0,
-        },
-    }
+    val_loop = _eval_loop(*state.val_batches)
     now = batches - batches0
     steps_now, scheds_now = steps - steps0, scheds - scheds0
     optimizer = {
@@ -116,9 +108,9 @@ def fit_loop_state(state: LoopState) -> dict[str, Any]:
     }
     return {
         "fit_loop": fit_loop,
-        "validate_loop": _idle_loop(),
-        "test_loop": _idle_loop(),
-        "predict_loop": _idle_loop(last=False),
+        "validate_loop": _eval_loop(),
+        "test_loop": _eval_loop(),
+        "predict_loop": _eval_loop(last=False),
     }
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer._context import StageContext
-from ddpkit.utilities._rank_zero import rank_zero_info
 
 
 def continue_note(ctx: StageContext) -> None:
@@ -21,8 +20,7 @@ def continue_note(ctx: StageContext) -> None:
     )
     if message not in said:
         said.add(message)
-        if ctx.plugin.is_global_zero:
-            rank_zero_info(message)
+        ctx.info(message)
 
 
 def can_stop(ctx: StageContext) -> bool:
@@ -69,8 +67,7 @@ def say_why_fit_stopped(ctx: StageContext, n_train: int | None, epoch: int) -> N
         reason = f"`max_epochs={config.max_epochs}` reached."
     else:
         return
-    if ctx.plugin.is_global_zero:
-        rank_zero_info(f"`Trainer.fit` stopped: {reason}")
+    ctx.info(f"`Trainer.fit` stopped: {reason}")
 
 
 def val_check_batch(interval: int | float, n: int | None) -> int | float:

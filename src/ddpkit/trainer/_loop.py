@@ -36,7 +36,7 @@ from ddpkit.plugins.training_type.ddp import DDPPlugin
 from ddpkit.trainer._checkpoint import restore_model, restore_training
 from ddpkit.trainer._config import LoopConfig
 from ddpkit.trainer._context import StageContext
-from ddpkit.trainer._data import TrainLoader, find_loader, loader_hook, num_batches
+from ddpkit.trainer._data import TrainLoader, find_loader, no_data, num_batches
 from ddpkit.trainer._evaluation import evaluate, predict
 from ddpkit.trainer._fit_port import LoopFit
 from ddpkit.trainer._lightning_loops import restart_stage
@@ -47,7 +47,7 @@ from ddpkit.trainer._protocols import LoopTrainer
 from ddpkit.trainer._state import LoopState, StageOutput
 from ddpkit.trainer._training import FitLoop
 from ddpkit.utilities import _rng as rng
-from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
+from ddpkit.utilities._rank_zero import rank_zero_warn
 
 
 @dataclass
@@ -221,11 +221,11 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     checkpoint = None
     state.ckpt_path = resume.path  # None when this stage loads none (Lightning's)
     if resume.path is not None:
-        _info(ctx, f"Restoring states from the checkpoint path at {resume.path}")
+        ctx.info(f"Restoring states from the checkpoint path at {resume.path}")
         checkpoint = load_checkpoint(resume.path, weights_only=request.weights_only)
         restore_model(checkpoint, ctx.model, ctx.dispatch, state, callbacks=fn == "fit")
         if fn != "fit":
-            _info(ctx, f"Loaded model weights from the checkpoint at {resume.path}")
+            ctx.info(f"Loaded model weights from the checkpoint at {resume.path}")
     if fit is not None:
         resume.announce(fit, checkpoint)
     model = ctx.precision.convert_module(ctx.model)
@@ -234,30 +234,22 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
     if fn == "fit":
         _fit(ctx, request, checkpoint, resume.before_epochs(ctx.plugin, checkpoint))
         return None
-    if fn in ("validate", "test"):
-        state.status.stage = fn
-        limit = ctx.config.limit_val_batches if fn == "validate" else ctx.config.limit_test_batches
-        if limit == 0:  # Lightning's: no loader asked for, no evaluation hooks, no results
-            return []
-        loader = find_loader(fn, request.loaders[0], state.datamodule, model)
-        _require(loader, fn)
-        kind = "val" if fn == "validate" else "test"
-        values = evaluate(ctx, fn, ctx.prepare(loader, train=False, kind=kind), limit)
-        return [values]
-    state.status.stage = "predict"
-    loader = find_loader("predict", request.loaders[0], state.datamodule, model)
-    _require(loader, "predict")
-    prepared = ctx.prepare(loader, train=False, predict=True, kind="predict")
-    return predict(ctx, prepared, ctx.config.limit_predict_batches, request.return_predictions)
+    state.status.stage = fn
+    kind = "val" if fn == "validate" else fn
+    limit = getattr(ctx.config, f"limit_{kind}_batches")
+    if limit == 0 and fn != "predict":
+        return []  # Lightning's: no loader asked for, no evaluation hooks, no results
+    loader = find_loader(fn, request.loaders[0], state.datamodule, model)
+    _require(loader, fn)
+    prepared = ctx.prepare(loader, train=False, predict=fn == "predict", kind=kind)
+    if fn == "predict":
+        return predict(ctx, prepared, limit, request.return_predictions)
+    return [evaluate(ctx, fn, prepared, limit)]
 
 
 def _require(loader: Any, fn: str) -> None:
     if loader is None:
-        train, hook = ("training ", "train_") if fn == "fit" else ("", "")
-        raise MisconfigurationError(
-            f"Trainer.{fn}: no {train}data. Pass {hook}dataloaders=..., a datamodule=..., "
-            f"or implement {loader_hook('train' if fn == 'fit' else fn)}() on the module."
-        )
+        raise no_data(fn)
 
 
 def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epochs: Any) -> None:
@@ -356,8 +348,7 @@ def _resume_fit(
             f"set Trainer(max_epochs={config.max_epochs}) (Lightning's check). Fix: "
             f"Trainer(max_epochs={state.current_epoch + 1}) or more, or another checkpoint."
         )
-    if ctx.plugin.is_global_zero:
-        rank_zero_info(f"Restored all states from the checkpoint at {ckpt_path}")
+    ctx.info(f"Restored all states from the checkpoint at {ckpt_path}")
     return start_epoch
 
 
@@ -370,11 +361,6 @@ def _optimizers(ctx: StageContext) -> tuple[list[Any], list[Any]]:
     check_automatic(type(model).__name__, optimizers)
     ctx.state.optimizers, ctx.state.lr_scheduler_configs = optimizers, schedulers
     return optimizers, schedulers
-
-
-def _info(ctx: StageContext, message: str) -> None:
-    if ctx.plugin.is_global_zero:
-        rank_zero_info(message)
 
 
 def _validation_defined(ctx: StageContext, request: StageRequest) -> bool:

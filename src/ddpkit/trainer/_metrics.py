@@ -63,11 +63,6 @@ def _no_reduce(tensor: torch.Tensor, reduce_fx: str) -> torch.Tensor:
     return tensor
 
 
-def _on_device(tensor: torch.Tensor) -> bool:
-    """True when reading the value would wait for a device (anything but the CPU)."""
-    return not tensor.is_cpu
-
-
 def _scalar(name: str, value: Any) -> torch.Tensor:
     """A logged value as a one-element tensor, detached, where it lives (no device sync)."""
     if callable(getattr(value, "compute", None)) and callable(getattr(value, "update", None)):
@@ -99,26 +94,30 @@ class MetricStore:
 
     def __init__(self) -> None:
         self._stage = "train"
+        #: Whether the CSV row of the coming step will be written; the loop clears it on the
+        #: other steps, so their values are never converted for it.
+        self.step_row_due = True
+        self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
+        #: the sanity check: values reach callback_metrics only (Lightning's: a callback reads
+        #: them; no logger row, no logged or progress-bar value; all reset after it)
+        self.sanity = False
+        #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
+        #: elsewhere (epoch-end hooks, evaluation) to the epoch value
+        self.step_level = True
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every value (a new stage starts from nothing, as Lightning's does)."""
         self._callback_metrics: dict[str, torch.Tensor] = {}
         self._logged_metrics: dict[str, torch.Tensor] = {}
         self._bar: dict[str, torch.Tensor | float] = {}
         self._device_values = False  # some value above still lives on a device
         self.pending_step_row: dict[str, float] = {}
-        #: Whether the CSV row of the coming step will be written; the loop clears it on the
-        #: other steps, so their values are never converted for it.
-        self.step_row_due = True
         # Per stage: a validation inside a training epoch closes its own epoch values only.
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
-        self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
-        #: the sanity check: values reach callback_metrics only (Lightning's: a callback reads
-        #: them; no logger row, no logged or progress-bar value; all reset after it)
-        self.sanity = False
         #: step values logged in an evaluation batch (``on_step=True``): the row Lightning
         #: writes after that batch
         self.eval_step_row: dict[str, torch.Tensor] = {}
-        #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
-        #: elsewhere (epoch-end hooks, evaluation) to the epoch value
-        self.step_level = True
         #: a step value went to the loggers' side of the store during this fit
         self.logged_step_value = False
         #: stages whose epoch is closing (between the two :meth:`end_epoch` calls around the
@@ -214,7 +213,7 @@ class MetricStore:
             step_value = self.reduce(tensor, reduce_fx) if sync_dist else tensor
             # .item() / .cpu() wait for the device: a device value is read when read (above)
             step_name = f"{name}_step" if both else name
-            if _on_device(step_value):
+            if not step_value.is_cpu:  # reading it would wait for the device
                 self._device_values = True
             if self.stage == "train":  # callbacks read an evaluation's epoch values only
                 self._callback_metrics[step_name] = step_value
@@ -234,7 +233,7 @@ class MetricStore:
             accumulators = self._epoch.setdefault(self.stage, {})
             acc = accumulators.get(name)
             v: float | torch.Tensor = (
-                tensor.to(torch.float64) if _on_device(tensor) else float(tensor)
+                tensor.to(torch.float64) if not tensor.is_cpu else float(tensor)
             )
             if acc is None:
                 init = 0.0 if reduce_fx in ("mean", "sum") else v
@@ -311,16 +310,3 @@ class MetricStore:
         else:
             self._closing.discard(stage)
         return out
-
-    def reset(self) -> None:
-        """Forget every value (a new stage starts from nothing, as Lightning's does)."""
-        self._callback_metrics = {}
-        self._logged_metrics = {}
-        self._bar = {}
-        self._epoch = {}
-        self._closing = set()
-        self.pending_step_row = {}
-        self.eval_step_row = {}
-        self._device_values = False
-        self.logged_step_value = False
-        self.batch = self.fx = None

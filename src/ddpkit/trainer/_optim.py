@@ -98,13 +98,8 @@ def _parse(returned: Any) -> tuple[list[torch.optim.Optimizer], list[SchedulerCo
         if items and all(isinstance(o, torch.optim.Optimizer) for o in items):
             return items, []
         if items and all(isinstance(o, Mapping) for o in items):
-            all_opts: list[torch.optim.Optimizer] = []
-            all_scheds: list[SchedulerConfig] = []
-            for item in items:
-                o, s = _parse(item)
-                all_opts += o
-                all_scheds += s
-            return all_opts, all_scheds
+            parsed = [_parse(item) for item in items]
+            return [o for opts, _ in parsed for o in opts], [s for _, ss in parsed for s in ss]
     raise MisconfigurationError(
         f"configure_optimizers returned {type(returned).__name__}; return an optimizer, a "
         f"list of optimizers, ([optimizers], [schedulers]) or a dict with 'optimizer' and "

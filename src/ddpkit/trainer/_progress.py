@@ -112,11 +112,9 @@ class ProgressBar:
         from tqdm import tqdm
 
         keep = desc not in TRANSIENT if leave is None else leave
-        if keep:
-            self._close_all()
-        else:
-            while self._bars and not self._bars[-1][1]:
-                self.close()
+        # a kept bar closes every open bar; a transient one, the transient bars open
+        while self._bars and (keep or not self._bars[-1][1]):
+            self.close()
         bar = tqdm(
             total=total,
             desc=desc,
@@ -138,7 +136,7 @@ class ProgressBar:
         if keep:
             self._metrics = metrics
         if bar.n % POSTFIX_EVERY == 0:
-            self._postfix(bar, metrics, refresh=False)
+            self._postfix(bar, metrics)
 
     def close(self) -> None:
         """End the innermost open bar (nothing when none is open)."""
@@ -146,19 +144,15 @@ class ProgressBar:
             return
         bar, keep = self._bars.pop()
         if keep and self._metrics is not None:
-            self._postfix(bar, self._metrics, refresh=False)
+            self._postfix(bar, self._metrics)
             self._metrics = None
         bar.close()
 
-    def _close_all(self) -> None:
-        while self._bars:
-            self.close()
-
     @staticmethod
-    def _postfix(bar: Any, metrics: Callable[[], Mapping[str, float]], *, refresh: bool) -> None:
+    def _postfix(bar: Any, metrics: Callable[[], Mapping[str, float]]) -> None:
         values = metrics()
         if values:
-            bar.set_postfix({k: f"{v:.4g}" for k, v in values.items()}, refresh=refresh)
+            bar.set_postfix({k: f"{v:.4g}" for k, v in values.items()}, refresh=False)
 
 
 def _number(value: float) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -30,12 +31,13 @@ T = TypeVar("T")
 
 
 class _Forward(property, Generic[T]):
-    """A read-only property whose value is the attribute at ``path`` (``"_config.max_epochs"``).
-    A ``property`` still: setting it raises as setting any read-only property does (and the
-    Lightning surface's checks see a property)."""
+    """A read-only property whose value is the attribute at ``path`` (``"_config.max_epochs"``),
+    or what ``path`` computes from the trainer when it is a function. A ``property`` still:
+    setting it raises as setting any read-only property does (and the Lightning surface's checks
+    see a property)."""
 
-    def __init__(self, path: str, doc: str | None = None) -> None:
-        super().__init__(operator.attrgetter(path))
+    def __init__(self, path: str | Callable[[Any], T], doc: str | None = None) -> None:
+        super().__init__(operator.attrgetter(path) if isinstance(path, str) else path)
         self.__doc__ = doc
 
     if TYPE_CHECKING:
@@ -45,6 +47,18 @@ class _Forward(property, Generic[T]):
         @overload
         def __get__(self, instance: object, owner: type | None = None, /) -> T: ...
         def __get__(self, instance: object | None, owner: type | None = None, /) -> Any: ...
+
+
+def _limit(kind: str) -> _Forward[int | float]:
+    """``limit_<kind>_batches`` as resolved (Lightning's: 1.0, the whole loader, when not
+    given)."""
+    get = operator.attrgetter(f"_config.limit_{kind}_batches")
+    return _Forward(lambda trainer: 1.0 if (found := get(trainer)) is None else found)
+
+
+def _stage_is(stage: str) -> _Forward[bool]:
+    """Whether the running loop stage is ``stage`` (``trainer.training``, ...)."""
+    return _Forward(lambda trainer: trainer._state.status.stage == stage)
 
 
 _BUILT = "_accelerator_connector.built"
@@ -122,25 +136,10 @@ class TrainerProperties:
         steps = self._config.num_sanity_val_steps
         return math.inf if steps == -1 else steps
 
-    @property
-    def limit_train_batches(self) -> int | float:
-        found = self._config.limit_train_batches
-        return 1.0 if found is None else found
-
-    @property
-    def limit_val_batches(self) -> int | float:
-        found = self._config.limit_val_batches
-        return 1.0 if found is None else found
-
-    @property
-    def limit_test_batches(self) -> int | float:
-        found = self._config.limit_test_batches
-        return 1.0 if found is None else found
-
-    @property
-    def limit_predict_batches(self) -> int | float:
-        found = self._config.limit_predict_batches
-        return 1.0 if found is None else found
+    limit_train_batches = _limit("train")
+    limit_val_batches = _limit("val")
+    limit_test_batches = _limit("test")
+    limit_predict_batches = _limit("predict")
 
     @property
     def estimated_stepping_batches(self) -> int | float:
@@ -211,53 +210,27 @@ class TrainerProperties:
     def should_stop(self, value: bool) -> None:
         self._state.should_stop = bool(value)
 
-    @property
-    def sanity_checking(self) -> bool:
-        return self._state.status.stage == "sanity_check"
-
-    @property
-    def training(self) -> bool:
-        return self._state.status.stage == "train"
-
-    @property
-    def validating(self) -> bool:
-        return self._state.status.stage == "validate"
-
-    @property
-    def testing(self) -> bool:
-        return self._state.status.stage == "test"
-
-    @property
-    def predicting(self) -> bool:
-        return self._state.status.stage == "predict"
-
-    @property
-    def interrupted(self) -> bool:
-        return self._state.status.status == "interrupted"
+    sanity_checking = _stage_is("sanity_check")
+    training = _stage_is("train")
+    validating = _stage_is("validate")
+    testing = _stage_is("test")
+    predicting = _stage_is("predict")
+    interrupted = _Forward[bool](lambda trainer: trainer._state.status.status == "interrupted")
 
     @property
     def lr_schedulers(self) -> list[Any]:
         """The schedulers themselves (1.x's name; 2.x has ``lr_scheduler_configs``)."""
         return [config.scheduler for config in self._state.lr_scheduler_configs]
 
-    @property
-    def checkpoint_callbacks(self) -> list[Any]:
-        return [cb for cb in self._state.callbacks if _named(cb, "ModelCheckpoint")]
-
-    @property
-    def checkpoint_callback(self) -> Any:
-        """The first ``ModelCheckpoint`` (None without one)."""
-        found = self.checkpoint_callbacks
-        return found[0] if found else None
-
-    @property
-    def early_stopping_callbacks(self) -> list[Any]:
-        return [cb for cb in self._state.callbacks if _named(cb, "EarlyStopping")]
-
-    @property
-    def early_stopping_callback(self) -> Any:
-        found = self.early_stopping_callbacks
-        return found[0] if found else None
+    checkpoint_callbacks = _Forward[list[Any]](lambda trainer: _named(trainer, "ModelCheckpoint"))
+    checkpoint_callback = _Forward[Any](
+        lambda trainer: next(iter(_named(trainer, "ModelCheckpoint")), None),
+        "The first ``ModelCheckpoint`` (None without one).",
+    )
+    early_stopping_callbacks = _Forward[list[Any]](lambda trainer: _named(trainer, "EarlyStopping"))
+    early_stopping_callback = _Forward[Any](
+        lambda trainer: next(iter(_named(trainer, "EarlyStopping")), None)
+    )
 
     @property
     def checkpoint_path(self) -> str | None:
@@ -285,5 +258,10 @@ class TrainerProperties:
         )
 
 
-def _named(callback: Any, name: str) -> bool:
-    return any(cls.__name__ == name for cls in type(callback).__mro__)
+def _named(trainer: TrainerProperties, name: str) -> list[Any]:
+    """The trainer's callbacks of a class called ``name`` (or a subclass of one)."""
+    return [
+        cb
+        for cb in trainer._state.callbacks
+        if any(cls.__name__ == name for cls in type(cb).__mro__)
+    ]

@@ -16,11 +16,8 @@ from torch.utils.data import DataLoader
 from ddpkit.callbacks._dispatch import module_hook
 from ddpkit.core._protocols import CallbackTrainer
 from ddpkit.errors import MisconfigurationError
-from ddpkit.trainer._data import loader_hook, one_loader
+from ddpkit.trainer._data import LOADER_HOOKS, no_data, one_loader
 from ddpkit.utilities._reprs import safe_repr
-
-_LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning.pytorch", "lightning")
-_LOADER_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
 
 
 def is_lightning_module(model: Any) -> bool:
@@ -63,7 +60,7 @@ def is_datamodule(value: Any) -> bool:
     an object with ``*_dataloader`` methods that is not itself a loader."""
     if value is None or isinstance(value, DataLoader):
         return False
-    return any(callable(getattr(value, name, None)) for name in _LOADER_HOOKS)
+    return any(callable(getattr(value, name, None)) for name in LOADER_HOOKS.values())
 
 
 def split_datamodule(
@@ -89,18 +86,13 @@ def split_datamodule(
                 f"Trainer.{fn}({names}=..., datamodule=...): pass the loaders or the "
                 f"DataModule, not both. Fix: drop {names}."
             )
-    stage = "train" if fn == "fit" else fn
-    hook = loader_hook(stage)
+    hook = LOADER_HOOKS["train" if fn == "fit" else fn]
     has_hook = any(
         source is not None and module_hook(source, hook) is not None
         for source in (datamodule, model)
     )
     if first is None and not has_hook:
-        given = "train_dataloaders" if fn == "fit" else "dataloaders"
-        raise MisconfigurationError(
-            f"Trainer.{fn}: no {'training ' if fn == 'fit' else ''}data. Pass {given}=..., a "
-            f"datamodule=..., or implement {hook}() on the module."
-        )
+        raise no_data(fn)
     return (first, second), datamodule
 
 

@@ -7,6 +7,7 @@ the spawn launcher the parent takes rank zero's copy of the parts a user reads a
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,12 @@ from ddpkit.trainer._progress import ProgressBar
 _FIT_COUNTERS = (
     "current_epoch", "global_step", "epochs_completed", "batches_stepped", "epoch_batches",
     "fit_batches", "scheduler_steps", "epoch_start", "val_batches", "is_last_batch",
+)  # fmt: skip
+#: the rest of what the parent of spawned ranks takes from rank zero after a stage
+_PORTABLE = (
+    "fitted", "val_check_batch", "num_sanity_val_batches", "should_stop", "status",
+    "num_training_batches", "num_val_batches", "num_test_batches", "num_predict_batches",
+    "ckpt_path",
 )  # fmt: skip
 _FIRST_STAGE = {"fit": "train", "validate": "validate", "test": "test", "predict": "predict"}
 _ZEROS: dict[str, Any] = {"epoch_start": (0, 0, 0), "val_batches": (0, 0), "is_last_batch": False}
@@ -138,45 +145,28 @@ class LoopState:
 
     def portable(self) -> dict[str, Any]:
         """What the parent of spawned ranks takes from rank zero after a stage."""
-        return {
-            "current_epoch": self.current_epoch,
-            "global_step": self.global_step,
-            "batches_stepped": self.batches_stepped,
-            **self.fit_progress(),
-            "fitted": self.fitted,
-            "val_check_batch": self.val_check_batch,
-            "is_last_batch": self.is_last_batch,
-            "num_sanity_val_batches": self.num_sanity_val_batches,
-            "should_stop": self.should_stop,
-            "status": self.status,
-            "num_training_batches": self.num_training_batches,
-            "num_val_batches": self.num_val_batches,
-            "num_test_batches": self.num_test_batches,
-            "num_predict_batches": self.num_predict_batches,
-            "ckpt_path": self.ckpt_path,
-        }
+        return {name: getattr(self, name) for name in (*_FIT_COUNTERS, *_PORTABLE)}
 
     def adopt(self, portable: dict[str, Any], callbacks: list[Any], loggers: list[Any]) -> None:
         """Take rank zero's counters and its callbacks' and loggers' state (best checkpoint
         path, stopped epoch, a logger's version ...) in the parent of spawned ranks."""
         for name, value in portable.items():
             setattr(self, name, value)
-        for mine, theirs in zip(self.callbacks, callbacks, strict=False):
-            if type(mine) is type(theirs):
-                vars(mine).update(vars(theirs))
-        for mine, theirs in zip(self.loggers, loggers, strict=False):
+        kept = zip(self.callbacks, callbacks, strict=False)
+        for mine, theirs in itertools.chain(kept, zip(self.loggers, loggers, strict=False)):
             if type(mine) is type(theirs):
                 vars(mine).update(vars(theirs))
 
     def __getstate__(self) -> dict[str, Any]:
         # The module and its optimizers travel as arguments of their own; a bar stays local.
-        state = self.__dict__.copy()
-        state["model"] = None
-        state["optimizers"] = []
-        state["lr_scheduler_configs"] = []
-        state["progress"] = ProgressBar(False)
-        state["dispatcher"] = None
-        return state
+        return {
+            **self.__dict__,
+            "model": None,
+            "optimizers": [],
+            "lr_scheduler_configs": [],
+            "progress": ProgressBar(False),
+            "dispatcher": None,
+        }
 
 
 @dataclass

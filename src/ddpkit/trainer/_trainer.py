@@ -3,6 +3,7 @@ predict launched on every rank."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from ddpkit.errors import MisconfigurationError
 from ddpkit.loggers._csv import CSVLogger
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
 from ddpkit.trainer._checkpoint import atomic_save, dump_checkpoint, resolve_ckpt_path
-from ddpkit.trainer._config import LOOP_KEYWORDS, LoopConfig, build_config
+from ddpkit.trainer._config import LoopConfig, build_config
 from ddpkit.trainer._data import check_no_dataloader_idx
 from ddpkit.trainer._evaluation import print_results
 from ddpkit.trainer._fit_port import KeptCheckpoint
@@ -74,14 +75,6 @@ def _say_fast_dev_run(config: LoopConfig) -> None:
         rank_zero_info(
             f"Running in `fast_dev_run` mode: will run the requested loop using "
             f"{config.fast_dev_run} batch(es). Logging and checkpointing is suppressed."
-        )
-
-
-def _check_verbose(stage: str, verbose: Any) -> None:
-    if not isinstance(verbose, bool):
-        raise MisconfigurationError(
-            f"Trainer.{stage}(verbose={safe_repr(verbose)}): pass True (print the results "
-            f"table) or False. Fix: verbose=True."
         )
 
 
@@ -146,7 +139,7 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     ) -> None:
         given = dict(locals())
         # The loop keywords first: a bad one is reported before the device flags are resolved.
-        self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, legacy)
+        self._config = build_config({k: given[k] for k in LOOP_KEYWORDS}, LOOP_KEYWORDS, legacy)
         flags = Flags.of(**{k: given[k] for k in DEVICE_FLAGS})
         self._accelerator_connector = AcceleratorConnector(flags)
         check_restarts(self._config.max_restarts, self._accelerator_connector.plan)
@@ -189,11 +182,9 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         table, on rank zero). Without a model: the fitted one (with the best checkpoint's
         weights when a ModelCheckpoint saved one, or ``ckpt_path``'s: "best", "last" or a
         path)."""
-        _check_verbose("validate", verbose)
-        results = self._launch(
-            "validate", model, (dataloaders, None), datamodule, ckpt_path, weights_only
+        return self._launch(  # type: ignore[no-any-return]
+            "validate", model, (dataloaders, None), datamodule, ckpt_path, weights_only, verbose
         )
-        return self._report(results, "validate", verbose)
 
     def test(
         self,
@@ -206,17 +197,9 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
     ) -> list[dict[str, float]]:
         """One test epoch; ``[{metric: value}]`` (the model, ``ckpt_path`` and ``verbose`` as in
         validate)."""
-        _check_verbose("test", verbose)
-        results = self._launch(
-            "test", model, (dataloaders, None), datamodule, ckpt_path, weights_only
+        return self._launch(  # type: ignore[no-any-return]
+            "test", model, (dataloaders, None), datamodule, ckpt_path, weights_only, verbose
         )
-        return self._report(results, "test", verbose)
-
-    def _report(self, results: Any, stage: str, verbose: bool) -> list[dict[str, float]]:
-        """Lightning's results table on rank zero (``verbose``), and the results."""
-        if verbose and results is not None and self.is_global_zero:
-            print_results(results, stage)
-        return results  # type: ignore[no-any-return]
 
     def predict(
         self,
@@ -231,7 +214,7 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         gathered (each rank predicts one contiguous block of the dataset)."""
         keep = True if return_predictions is None else bool(return_predictions)
         return self._launch(  # type: ignore[no-any-return]
-            "predict", model, (dataloaders, None), datamodule, ckpt_path, weights_only, keep
+            "predict", model, (dataloaders, None), datamodule, ckpt_path, weights_only, False, keep
         )
 
     def _launch(
@@ -242,9 +225,16 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
         datamodule: Any,
         ckpt_path: str | os.PathLike[str] | None,
         weights_only: bool,
+        verbose: Any = False,
         return_predictions: bool = True,
     ) -> Any:
-        """Everything that can be checked is checked here, before any rank starts."""
+        """Everything that can be checked is checked here, before any rank starts.
+        ``verbose`` (validate / test): Lightning's results table, printed on rank zero."""
+        if not isinstance(verbose, bool):
+            raise MisconfigurationError(
+                f"Trainer.{fn}(verbose={safe_repr(verbose)}): pass True (print the results "
+                f"table) or False. Fix: verbose=True."
+            )
         given = model is not None
         model = check_model(fn, model, self._state.model)
         if self.is_global_zero:  # what rank zero will write: checked before any rank starts
@@ -276,7 +266,10 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
             output = launcher.launch(self._run_stage, fn, request, max_restarts=restarts)
         if spawn and output is not None:
             self._adopt(model, datamodule, output)
-        return output.result if output is not None else None
+        result = output.result if output is not None else None
+        if verbose and result is not None and self.is_global_zero:
+            print_results(result, fn)
+        return result
 
     def _run_stage(self, fn: str, request: StageRequest) -> StageOutput:
         return run_stage(self, self._state, self._config, request)
@@ -331,3 +324,13 @@ class Trainer(LightningCounterpart, ReadOnlySettings, TrainerProperties):
             atomic_save(checkpoint, filepath)
         if barrier:
             self.strategy.barrier("save_checkpoint")
+
+
+#: Lightning 2.x's loop keywords with Lightning's defaults (None: decided from the others), and
+#: ddpkit's own ``max_restarts`` (Lightning has no restarts: docs/reliability.md) — every
+#: keyword of ``Trainer.__init__`` but the device flags, as its signature gives them.
+LOOP_KEYWORDS: dict[str, Any] = {
+    name: parameter.default
+    for name, parameter in inspect.signature(Trainer.__init__).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY and name not in DEVICE_FLAGS
+}

@@ -254,12 +254,21 @@ class FitLoop:
         return self.val_loader is not None or self.get_val is not None
 
     def _val_epoch(self, epoch: int) -> bool:
-        return _validates_in(self.ctx.config.check_val_every_n_epoch, epoch)
+        """``check_val_every_n_epoch``: whether epoch ``epoch`` validates."""
+        every = self.ctx.config.check_val_every_n_epoch
+        return every is None or (epoch + 1) % every == 0
 
     def _val_due_at_end(self) -> bool:
+        """In a validating epoch: whether ``val_check_interval`` falls on the epoch's last batch
+        (counted across epochs with ``check_val_every_n_epoch=None``)."""
         if not self._val_epoch(self.ctx.state.current_epoch) or not self._has_val():
             return False
-        return _due_at_end(self.ctx.config, self.n_train, self.total_batches)
+        config = self.ctx.config
+        every = val_check_batches(config.val_check_interval, self.n_train)
+        if every is None:
+            return True
+        count = self.n_train if config.check_val_every_n_epoch is not None else self.total_batches
+        return count is not None and count % every == 0
 
     def _validate(self) -> None:
         ctx = self.ctx
@@ -321,18 +330,3 @@ def _first_loaders(
         if not loop._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
             loop.val_loaded_at = -math.inf  # outside a validation epoch does not count
     return train
-
-
-def _validates_in(every: int | None, epoch: int) -> bool:
-    """``check_val_every_n_epoch``: whether epoch ``epoch`` validates."""
-    return every is None or (epoch + 1) % every == 0
-
-
-def _due_at_end(config: Any, n_train: int | None, total_batches: int) -> bool:
-    """In a validating epoch: whether ``val_check_interval`` falls on the epoch's last batch
-    (counted across epochs with ``check_val_every_n_epoch=None``)."""
-    every = val_check_batches(config.val_check_interval, n_train)
-    if every is None:
-        return True
-    count = n_train if config.check_val_every_n_epoch is not None else total_batches
-    return count is not None and count % every == 0
