@@ -24,7 +24,6 @@ from ddpkit.loggers._base import (
     FolderLogger,
     check_folder_arguments,
     convert_params,
-    logger_call,
     scalar,
     write_hparams,
 )
@@ -84,14 +83,6 @@ class ExperimentWriter:
         atomic_write(target, buf.getvalue().encode())
 
 
-_DEFAULTS = {
-    "name": "lightning_logs",
-    "version": None,
-    "prefix": "",
-    "flush_logs_every_n_steps": 100,
-}
-
-
 def _set_aside(metrics: Path, hparams: Path) -> None:
     """An earlier run's files, renamed to the first free ``-v<N>`` (ModelCheckpoint's rule for
     a name taken), with an INFO line saying where they are."""
@@ -132,8 +123,7 @@ class CSVLogger(FolderLogger):
             "prefix": prefix,
             "flush_logs_every_n_steps": flush_logs_every_n_steps,
         }
-        call = logger_call("CSVLogger", given, _DEFAULTS)
-        check_folder_arguments(call, save_dir, name, version, prefix)
+        call = check_folder_arguments("CSVLogger", given, CSVLogger.__init__)
         every = flush_logs_every_n_steps
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise MisconfigurationError(

@@ -20,7 +20,6 @@ from ddpkit.loggers._base import (
     check_folder_arguments,
     convert_params,
     flatten_params,
-    logger_call,
     scalar,
     write_hparams,
 )
@@ -28,7 +27,6 @@ from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
 NAME_HPARAMS_FILE = "hparams.yaml"
-_DEFAULTS = {"name": "lightning_logs", "version": None, "prefix": ""}
 
 
 def _summary_writer() -> Any:
@@ -66,8 +64,7 @@ class TensorBoardLogger(FolderLogger):
         **kwargs: Any,
     ) -> None:
         given = {"save_dir": save_dir, "name": name, "version": version, "prefix": prefix}
-        call = logger_call("TensorBoardLogger", given, _DEFAULTS)
-        check_folder_arguments(call, save_dir, name, version, prefix)
+        call = check_folder_arguments("TensorBoardLogger", given, TensorBoardLogger.__init__)
         for flag, value in (("log_graph", log_graph), ("default_hp_metric", default_hp_metric)):
             if not isinstance(value, bool):
                 raise MisconfigurationError(
