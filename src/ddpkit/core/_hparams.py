@@ -66,10 +66,7 @@ def collect_init_args(frame: types.FrameType | None, owner: Any) -> dict[str, An
         elif levels:
             break  # left the chain of constructors
         frame = frame.f_back
-    merged: dict[str, Any] = {}
-    for level in levels:
-        merged.update(level)
-    return merged
+    return {name: value for level in levels for name, value in level.items()}
 
 
 class HyperparametersMixin:
@@ -87,9 +84,7 @@ class HyperparametersMixin:
         ``logger=False`` keeps them out of the loggers."""
         if len(args) == 1 and not isinstance(args[0], str) and not args[0]:
             return  # an empty container
-        caller = frame if frame is not None else inspect.currentframe()
-        if frame is None and caller is not None:
-            caller = caller.f_back
+        caller = frame if frame is not None else getattr(inspect.currentframe(), "f_back", None)
         init_args = collect_init_args(caller, self)
         ignored = [ignore] if isinstance(ignore, str) else list(ignore or [])
         init_args = {k: v for k, v in init_args.items() if k not in ignored}
