@@ -20,7 +20,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -74,7 +74,7 @@ class SaveDecision:
     previous_last: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "state": _scores_as(float, self.state)}
+        return {**vars(self), "state": _scores_as(float, self.state)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SaveDecision:
