@@ -11,11 +11,12 @@ import copy
 import inspect
 import types
 from argparse import Namespace
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from torch import nn
 
+from ddpkit.core._saving import HPARAMS_KEY
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
@@ -71,6 +72,12 @@ def collect_init_args(frame: types.FrameType | None, owner: Any) -> dict[str, An
 
 class HyperparametersMixin:
     """``save_hyperparameters``, ``hparams`` and ``hparams_initial``."""
+
+    #: the checkpoint key of the hyperparameters, and of their container's name and type
+    #: (Lightning's names, on its LightningModule and LightningDataModule alike)
+    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
+    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
+    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
 
     def save_hyperparameters(
         self,
@@ -144,7 +151,7 @@ class HyperparametersMixin:
 def _as_dict(value: Any) -> dict[str, Any]:
     if isinstance(value, Namespace):
         return dict(vars(value))
-    if isinstance(value, Mapping | MutableMapping):
+    if isinstance(value, Mapping):
         return dict(value)
     raise MisconfigurationError(
         f"save_hyperparameters(<{type(value).__name__}>): pass argument names, a dict or an "

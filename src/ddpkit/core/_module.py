@@ -69,11 +69,6 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
     :meth:`load_from_checkpoint`.
     """
 
-    #: the checkpoint key of the hyperparameters (Lightning's name)
-    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
-    #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
-    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
-    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
     #: True while torch.jit traces a module (:func:`jit_is_scripting`; Lightning's flag)
     _jit_is_scripting: ClassVar[bool] = False
 
