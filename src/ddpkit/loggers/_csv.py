@@ -71,9 +71,8 @@ class ExperimentWriter:
     def save(self) -> None:
         if not self.metrics:
             return
-        columns = ["epoch", "step"]
-        for row in self.metrics:
-            columns += [k for k in row if k not in columns]
+        # every key in the order first logged, after epoch and step
+        columns = list(dict.fromkeys(["epoch", "step", *(k for row in self.metrics for k in row)]))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=columns, restval="")
         writer.writeheader()
