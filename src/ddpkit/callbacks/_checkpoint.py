@@ -13,7 +13,6 @@ ever removed.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -31,6 +30,7 @@ from torch import nn
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.loggers._base import write_yaml
 from ddpkit.utilities._files import atomic_write, sweep_partials
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import log_info, rank_zero_info, rank_zero_warn
@@ -284,9 +284,7 @@ class ModelCheckpoint(Callback):
                     "up. Fix: pass a filepath, or call it after trainer.fit(...)."
                 )
             filepath = os.path.join(self.dirpath, "best_k_models.yaml")
-        target = Path(filepath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, (json.dumps(best_k, indent=2, sort_keys=True) + "\n").encode())
+        write_yaml(filepath, best_k)
 
     def folders_to_write(self, trainer: CallbackTrainer) -> list[str]:
         """The folder this callback will save into (checked before a fit starts)."""

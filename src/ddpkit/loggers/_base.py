@@ -272,9 +272,9 @@ class FolderLogger(Logger):
         return os.path.join(self.root_dir, version) if version else self.root_dir
 
 
-def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
-    """``hparams.yaml`` as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written
-    atomically."""
+def write_yaml(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
+    """A ``.yaml`` file (a logger's ``hparams.yaml``, ModelCheckpoint's ``best_k_models.yaml``)
+    as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written atomically."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n"

@@ -25,7 +25,7 @@ from ddpkit.loggers._base import (
     check_folder_arguments,
     convert_params,
     scalar,
-    write_hparams,
+    write_yaml,
 )
 from ddpkit.utilities._files import atomic_write
 from ddpkit.utilities._rank_zero import log_info
@@ -66,7 +66,7 @@ class ExperimentWriter:
 
     def log_hparams(self, params: Mapping[str, Any]) -> None:
         self.hparams.update(params)
-        write_hparams(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
+        write_yaml(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
 
     def save(self) -> None:
         if not self.metrics:

@@ -21,7 +21,7 @@ from ddpkit.loggers._base import (
     convert_params,
     flatten_params,
     scalar,
-    write_hparams,
+    write_yaml,
 )
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import rank_zero_warn
@@ -134,7 +134,7 @@ class TensorBoardLogger(FolderLogger):
         # hparams.yaml nested as given; TensorBoard's HPARAMS tab takes flat names (Lightning's)
         given = convert_params(params)
         self.hparams.update(given)
-        write_hparams(os.path.join(self.log_dir, NAME_HPARAMS_FILE), self.hparams)
+        write_yaml(os.path.join(self.log_dir, NAME_HPARAMS_FILE), self.hparams)
         flat = flatten_params(given)
         if metrics is None and self._default_hp_metric:
             metrics = {"hp_metric": -1}
@@ -181,7 +181,7 @@ class TensorBoardLogger(FolderLogger):
             self._experiment.flush()
         hparams_file = os.path.join(self.log_dir, NAME_HPARAMS_FILE)
         if self.rank == 0 and os.path.isdir(self.log_dir) and not os.path.exists(hparams_file):
-            write_hparams(hparams_file, self.hparams)
+            write_yaml(hparams_file, self.hparams)
 
     def finalize(self, status: str) -> None:
         if self._experiment is not None:
