@@ -74,10 +74,8 @@ def _average_gradients(strategy: TrainingTypePlugin, params: list[nn.Parameter])
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in group]
         flat = torch.cat([g.reshape(-1) for g in grads]).div_(strategy.world_size)
         summed = strategy.all_reduce(flat, "sum")
-        offset = 0
-        for param in group:
-            chunk = summed[offset : offset + param.numel()].view_as(param).to(param.device)
-            offset += param.numel()
+        for param, piece in zip(group, summed.split([p.numel() for p in group])):
+            chunk = piece.view_as(param).to(param.device)
             if param.grad is None:
                 param.grad = chunk.clone()
             else:
