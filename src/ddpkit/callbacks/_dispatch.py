@@ -55,8 +55,9 @@ def _is_callback_base(cls: type) -> bool:
     return (cls.__module__, cls.__name__) in _CALLBACK_BASES
 
 
-def _is_monitoring(callback: Any) -> bool:
-    return any(cls.__name__ in MONITORING for cls in type(callback).__mro__)
+def _is_a(obj: Any, class_names: tuple[str, ...]) -> bool:
+    """A class of one of these names is among the object's classes (ddpkit's or Lightning's)."""
+    return any(cls.__name__ in class_names for cls in type(obj).__mro__)
 
 
 class Dispatcher:
@@ -83,14 +84,12 @@ class Dispatcher:
         key = (name, monitoring)
         found = self._cache.get(key)
         if found is None:
-            bound = []
-            for callback in self.callbacks:
-                if monitoring is not None and _is_monitoring(callback) is not monitoring:
-                    continue
-                hook = callback_hook(callback, name)
-                if hook is not None:
-                    bound.append(functools.partial(hook, self.trainer, self.module))
-            found = self._cache[key] = tuple(bound)
+            found = self._cache[key] = tuple(
+                functools.partial(hook, self.trainer, self.module)
+                for callback in self.callbacks
+                if monitoring is None or _is_a(callback, MONITORING) is monitoring
+                if (hook := callback_hook(callback, name)) is not None
+            )
         return found
 
     def hooks(self, name: str) -> tuple[Callable[..., Any], ...]:
@@ -149,10 +148,4 @@ def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
     extra = list(extra) if isinstance(extra, list | tuple) else [extra]
     replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
     merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
-    return [cb for cb in merged if not _is_checkpoint(cb)] + [
-        cb for cb in merged if _is_checkpoint(cb)
-    ]
-
-
-def _is_checkpoint(callback: Any) -> bool:
-    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
+    return sorted(merged, key=lambda cb: _is_a(cb, ("ModelCheckpoint",)))  # a stable sort
