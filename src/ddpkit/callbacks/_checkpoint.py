@@ -13,12 +13,12 @@ ever removed.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +30,7 @@ from torch import nn
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit.callbacks._base import Callback
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
+from ddpkit.loggers._base import write_yaml
 from ddpkit.utilities._files import atomic_write, sweep_partials
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import log_info, rank_zero_info, rank_zero_warn
@@ -73,33 +74,24 @@ class SaveDecision:
     previous_last: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        state = dict(self.state)
-        state["best_k_models"] = {k: float(v) for k, v in state["best_k_models"].items()}
-        for name in _SCORES:
-            state[name] = None if state[name] is None else float(state[name])
-        return {
-            "saves": self.saves, "link": self.link, "removes": self.removes, "state": state,
-            "previous_last": self.previous_last,
-        }  # fmt: skip
+        return {**vars(self), "state": _scores_as(float, self.state)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SaveDecision:
-        state = dict(data["state"])
-        state["best_k_models"] = {k: _score(v) for k, v in state["best_k_models"].items()}
-        for name in _SCORES:
-            state[name] = None if state[name] is None else _score(state[name])
-        link = data["link"]
-        return cls(
-            saves=list(data["saves"]),
-            link=(str(link[0]), str(link[1])) if link is not None else None,
-            removes=list(data["removes"]),
-            state=state,
-            previous_last=str(data["previous_last"]),
-        )
+        link = data["link"]  # a JSON list
+        state = _scores_as(_score, data["state"])
+        return cls(**{**data, "state": state, "link": tuple(link) if link is not None else None})
 
 
 def _score(value: float) -> torch.Tensor:
     return torch.tensor(value, dtype=torch.float32)
+
+
+def _scores_as(convert: Callable[[Any], Any], state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with every score (of ``_SCORES`` and ``best_k_models``) converted, None kept."""
+    scores = {name: None if state[name] is None else convert(state[name]) for name in _SCORES}
+    best_k = {path: convert(score) for path, score in state["best_k_models"].items()}
+    return {**state, **scores, "best_k_models": best_k}
 
 
 #: what rank zero's decision changes (broadcast to the other ranks; saved in checkpoints)
@@ -212,9 +204,8 @@ class ModelCheckpoint(Callback):
         if trainer.is_global_zero:
             # What a writer killed in an earlier run left (its partial files), goes now.
             sweep_partials(self.dirpath)
-        if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and not written:
             folder = Path(self.dirpath)
-            if folder.is_dir() and any(folder.iterdir()):
+            if self.save_top_k != 0 and not written and folder.is_dir() and any(folder.iterdir()):
                 rank_zero_warn(
                     f"ModelCheckpoint: the checkpoint directory {self.dirpath} exists and is not "
                     f"empty; files of an earlier run may be replaced.",
@@ -238,9 +229,8 @@ class ModelCheckpoint(Callback):
         if self._skip(trainer):
             return
         every = self._every_n_train_steps
-        due = every >= 1 and trainer.global_step % every == 0
-        due = self._time_due(trainer) or due
-        if due:
+        # the clock first: every rank takes part in its broadcast, whatever the step says
+        if self._time_due(trainer) or (every >= 1 and trainer.global_step % every == 0):
             self._save(trainer, topk=True)
 
     def _time_due(self, trainer: CallbackTrainer) -> bool:
@@ -294,9 +284,7 @@ class ModelCheckpoint(Callback):
                     "up. Fix: pass a filepath, or call it after trainer.fit(...)."
                 )
             filepath = os.path.join(self.dirpath, "best_k_models.yaml")
-        target = Path(filepath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, (json.dumps(best_k, indent=2, sort_keys=True) + "\n").encode())
+        write_yaml(filepath, best_k)
 
     def folders_to_write(self, trainer: CallbackTrainer) -> list[str]:
         """The folder this callback will save into (checked before a fit starts)."""
@@ -552,6 +540,10 @@ def _check_paths(dirpath: Any, filename: Any) -> None:
         ) from None
 
 
+def _bad(what: str, fix: str) -> MisconfigurationError:
+    return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
+
+
 def _check_arguments(
     save_top_k: Any,
     mode: Any,
@@ -561,19 +553,16 @@ def _check_arguments(
     every_n_epochs: Any,
     train_time_interval: Any,
 ) -> None:
-    def bad(what: str, fix: str) -> MisconfigurationError:
-        return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
-
     if mode not in ("min", "max"):
-        raise bad(
+        raise _bad(
             f"mode={safe_repr(mode)}", f"`mode` can be min, max but got {mode}. Fix: mode='min'."
         )
     if monitor is not None and not isinstance(monitor, str):
-        raise bad(
+        raise _bad(
             f"monitor={safe_repr(monitor)}", "pass a logged metric's name. Fix: monitor='val_loss'."
         )
     if isinstance(save_top_k, bool) or not isinstance(save_top_k, int) or save_top_k < -1:
-        raise bad(
+        raise _bad(
             f"save_top_k={safe_repr(save_top_k)}",
             "Must be >= -1: pass -1 (keep all), 0 (none) or a count ≥ 1. Fix: save_top_k=1.",
         )
@@ -584,44 +573,33 @@ def _check_arguments(
             f"logged name)."
         )
     if save_last not in (None, True, False, "link"):
-        raise bad(
+        raise _bad(
             f"save_last={safe_repr(save_last)}",
             "pass True, False, None or 'link'. Fix: save_last=True.",
         )
-    _check_triggers(every_n_train_steps, every_n_epochs, train_time_interval)
-
-
-def _check_triggers(
-    every_n_train_steps: Any, every_n_epochs: Any, train_time_interval: Any
-) -> None:
-    def bad(what: str, fix: str) -> MisconfigurationError:
-        return MisconfigurationError(f"ModelCheckpoint({what}): {fix}")
-
-    for name, value in (
-        ("every_n_train_steps", every_n_train_steps),
-        ("every_n_epochs", every_n_epochs),
-    ):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise bad(
-                f"{name}={safe_repr(value)}",
-                "Must be >= 0: pass an int (0 turns it off) or None. Fix: " + f"{name}=1.",
-            )
-    if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
-        raise bad(
-            f"train_time_interval={safe_repr(train_time_interval)}",
-            "pass a datetime.timedelta. Fix: train_time_interval=timedelta(minutes=30).",
-        )
-    given = {
+    triggers = {
         "every_n_train_steps": every_n_train_steps,
         "every_n_epochs": every_n_epochs,
         "train_time_interval": train_time_interval,
     }
-    triggers = [name for name, value in given.items() if value]
-    if len(triggers) > 1:
-        raise bad(
-            ", ".join(f"{name}={safe_repr(given[name])}" for name in triggers),
+    for name in ("every_n_train_steps", "every_n_epochs"):
+        value = triggers[name]
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise _bad(
+                f"{name}={safe_repr(value)}",
+                "Must be >= 0: pass an int (0 turns it off) or None. Fix: " + f"{name}=1.",
+            )
+    if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
+        raise _bad(
+            f"train_time_interval={safe_repr(train_time_interval)}",
+            "pass a datetime.timedelta. Fix: train_time_interval=timedelta(minutes=30).",
+        )
+    given = [name for name, value in triggers.items() if value]
+    if len(given) > 1:
+        raise _bad(
+            ", ".join(f"{name}={safe_repr(triggers[name])}" for name in given),
             "Combination of parameters every_n_train_steps, every_n_epochs and "
             "train_time_interval should be mutually exclusive. Fix: keep one of them.",
         )

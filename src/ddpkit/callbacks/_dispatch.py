@@ -31,34 +31,33 @@ _CALLBACK_BASES = (
 MONITORING = ("ModelCheckpoint", "EarlyStopping")
 
 
-def _defining_class(obj: Any, name: str) -> type | None:
-    for cls in type(obj).__mro__:
-        if name in cls.__dict__:
-            return cls
-    return None
-
-
-def module_hook(obj: Any, name: str) -> Callable[..., Any] | None:
-    """The hook ``name`` if the object's own class implements it (a placeholder inherited from
-    ``ddpkit.Module``, a LightningModule or ``nn.Module`` does not count), else None."""
-    cls = _defining_class(obj, name)
-    if cls is None or cls.__module__.startswith(_MODULE_BASES):
+def _own_hook(obj: Any, name: str, empty: Callable[[type], bool]) -> Callable[..., Any] | None:
+    """The hook ``name`` unless the class that defines it is one whose hooks are ``empty``."""
+    cls = next((cls for cls in type(obj).__mro__ if name in cls.__dict__), None)
+    if cls is None or empty(cls):
         return None
     hook = getattr(obj, name, None)
     return hook if callable(hook) else None
 
 
+def module_hook(obj: Any, name: str) -> Callable[..., Any] | None:
+    """The hook ``name`` if the object's own class implements it (a placeholder inherited from
+    ``ddpkit.Module``, a LightningModule or ``nn.Module`` does not count), else None."""
+    return _own_hook(obj, name, lambda cls: cls.__module__.startswith(_MODULE_BASES))
+
+
 def callback_hook(callback: Any, name: str) -> Callable[..., Any] | None:
     """The callback's hook ``name`` unless it is the empty one of a base ``Callback``."""
-    cls = _defining_class(callback, name)
-    if cls is None or (cls.__module__, cls.__name__) in _CALLBACK_BASES:
-        return None
-    hook = getattr(callback, name, None)
-    return hook if callable(hook) else None
+    return _own_hook(callback, name, _is_callback_base)
 
 
-def _is_monitoring(callback: Any) -> bool:
-    return any(cls.__name__ in MONITORING for cls in type(callback).__mro__)
+def _is_callback_base(cls: type) -> bool:
+    return (cls.__module__, cls.__name__) in _CALLBACK_BASES
+
+
+def _is_a(obj: Any, class_names: tuple[str, ...]) -> bool:
+    """A class of one of these names is among the object's classes (ddpkit's or Lightning's)."""
+    return any(cls.__name__ in class_names for cls in type(obj).__mro__)
 
 
 class Dispatcher:
@@ -71,7 +70,7 @@ class Dispatcher:
         trainer: CallbackTrainer,
         module: nn.Module,
         callbacks: Sequence[Any],
-        metrics: Any = None,
+        metrics: Any,
     ) -> None:
         self.trainer, self.module, self.callbacks = trainer, module, list(callbacks)
         self.metrics = metrics
@@ -85,14 +84,12 @@ class Dispatcher:
         key = (name, monitoring)
         found = self._cache.get(key)
         if found is None:
-            bound = []
-            for callback in self.callbacks:
-                if monitoring is not None and _is_monitoring(callback) is not monitoring:
-                    continue
-                hook = callback_hook(callback, name)
-                if hook is not None:
-                    bound.append(functools.partial(hook, self.trainer, self.module))
-            found = self._cache[key] = tuple(bound)
+            found = self._cache[key] = tuple(
+                functools.partial(hook, self.trainer, self.module)
+                for callback in self.callbacks
+                if monitoring is None or _is_a(callback, MONITORING) is monitoring
+                if (hook := callback_hook(callback, name)) is not None
+            )
         return found
 
     def hooks(self, name: str) -> tuple[Callable[..., Any], ...]:
@@ -122,17 +119,14 @@ class Dispatcher:
     def _run(self, name: str, hooks: tuple[Callable[..., Any], ...], args: tuple[Any, ...]) -> Any:
         """Each hook in turn, the store told it is ``name`` meanwhile; the last one's result."""
         store = self.metrics
-        previous = None if store is None else store.fx
-        if store is not None:
-            store.fx = name
+        previous, store.fx = store.fx, name
         try:
             result = None
             for hook in hooks:
                 result = hook(*args)
             return result
         finally:
-            if store is not None:
-                store.fx = previous
+            store.fx = previous
 
     def train_epoch_end(self) -> None:
         """Lightning's exception: the metric-watching callbacks run after the module."""
@@ -143,9 +137,7 @@ class Dispatcher:
 
 def is_callback(obj: Any) -> bool:
     """A ddpkit or Lightning ``Callback``, or any object with callback hooks."""
-    return isinstance(obj, Callback) or any(
-        (cls.__module__, cls.__name__) in _CALLBACK_BASES for cls in type(obj).__mro__
-    )
+    return isinstance(obj, Callback) or any(map(_is_callback_base, type(obj).__mro__))
 
 
 def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
@@ -156,10 +148,4 @@ def merge_callbacks(callbacks: list[Any], extra: Any) -> list[Any]:
     extra = list(extra) if isinstance(extra, list | tuple) else [extra]
     replaced = {type(cb) for cb in callbacks if any(isinstance(e, type(cb)) for e in extra)}
     merged = [cb for cb in callbacks if type(cb) not in replaced] + extra
-    return [cb for cb in merged if not _is_checkpoint(cb)] + [
-        cb for cb in merged if _is_checkpoint(cb)
-    ]
-
-
-def _is_checkpoint(callback: Any) -> bool:
-    return any(cls.__name__ == "ModelCheckpoint" for cls in type(callback).__mro__)
+    return sorted(merged, key=lambda cb: _is_a(cb, ("ModelCheckpoint",)))  # a stable sort

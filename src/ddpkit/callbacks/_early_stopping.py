@@ -203,18 +203,15 @@ class EarlyStopping(Callback):
             self.stopped_epoch = trainer.current_epoch
             self.stopping_reason_message = reason
         if reason and self.verbose:
-            self._log_info(trainer, reason, self.log_rank_zero_only)
+            self._log_info(trainer, reason)
 
-    @staticmethod
-    def _log_info(trainer: CallbackTrainer, message: str, log_rank_zero_only: bool) -> None:
+    def _log_info(self, trainer: CallbackTrainer, message: str) -> None:
         """Lightning's: to the log at INFO (``ddpkit``'s logger), prefixed with the rank when
         there are several; with ``log_rank_zero_only``, from rank zero only."""
-        rank = trainer.global_rank if trainer is not None else 0
-        if log_rank_zero_only and rank != 0:
+        rank = trainer.global_rank
+        if self.log_rank_zero_only and rank != 0:
             return
-        if trainer is not None and trainer.world_size > 1:
-            message = f"[rank: {rank}] {message}"
-        log_info(message)
+        log_info(f"[rank: {rank}] {message}" if trainer.world_size > 1 else message)
 
     def _evaluate_stopping_criteria(self, current: torch.Tensor) -> tuple[bool, str | None]:
         op = self.monitor_op

@@ -74,10 +74,8 @@ def _average_gradients(strategy: TrainingTypePlugin, params: list[nn.Parameter])
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in group]
         flat = torch.cat([g.reshape(-1) for g in grads]).div_(strategy.world_size)
         summed = strategy.all_reduce(flat, "sum")
-        offset = 0
-        for param in group:
-            chunk = summed[offset : offset + param.numel()].view_as(param).to(param.device)
-            offset += param.numel()
+        for param, piece in zip(group, summed.split([p.numel() for p in group])):
+            chunk = piece.view_as(param).to(param.device)
             if param.grad is None:
                 param.grad = chunk.clone()
             else:
@@ -142,13 +140,10 @@ class BaseFinetuning(Callback):
                 f"finetune_function(self, pl_module, epoch, optimizer).",
                 DDPKitDeprecationWarning,
             )
+        hook: Callable[..., None] = self.finetune_function
         for opt_idx, optimizer in enumerate(trainer.optimizers):
             num_param_groups = len(optimizer.param_groups)
-            hook: Callable[..., None] = self.finetune_function
-            if legacy:
-                hook(pl_module, trainer.current_epoch, optimizer, opt_idx)
-            else:
-                hook(pl_module, trainer.current_epoch, optimizer)
+            hook(pl_module, trainer.current_epoch, optimizer, *([opt_idx] if legacy else []))
             self._store(pl_module, opt_idx, num_param_groups, optimizer.param_groups)
 
     def on_train_batch_start(
@@ -229,11 +224,9 @@ class BaseFinetuning(Callback):
     def filter_on_optimizer(optimizer: Optimizer, params: Iterable[Any]) -> list[Any]:
         """``params`` less those already in one of ``optimizer``'s parameter groups (warned)."""
         present = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        out_params: list[Any] = []
-        removed_params: list[Any] = []
-        for param in params:
-            (removed_params if id(param) in present else out_params).append(param)
-        if removed_params:
+        params = list(params)
+        out_params = [param for param in params if id(param) not in present]
+        if len(out_params) < len(params):
             rank_zero_warn(
                 "The provided params to be frozen already exist within another group of this "
                 "optimizer. Those parameters will be skipped.\nHINT: Did you init your optimizer "
@@ -277,16 +270,11 @@ class BaseFinetuning(Callback):
         current_param_groups: list[dict[str, Any]],
     ) -> None:
         mapping = {p: n for n, p in pl_module.named_parameters()}
-        if opt_idx not in self._internal_optimizer_metadata:
-            self._internal_optimizer_metadata[opt_idx] = self._apply_mapping_to_param_groups(
-                current_param_groups, mapping
-            )
-        elif num_param_groups != len(current_param_groups):  # the groups added this epoch
-            self._internal_optimizer_metadata[opt_idx].extend(
-                self._apply_mapping_to_param_groups(
-                    current_param_groups[num_param_groups:], mapping
-                )
-            )
+        # every group the first time; after that, the groups added this epoch
+        new = num_param_groups if opt_idx in self._internal_optimizer_metadata else 0
+        self._internal_optimizer_metadata.setdefault(opt_idx, []).extend(
+            self._apply_mapping_to_param_groups(current_param_groups[new:], mapping)
+        )
 
     def _restore_param_groups(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         """The saved groups back in each optimizer, their parameters trainable again."""
@@ -362,8 +350,8 @@ class BackboneFinetuning(BaseFinetuning):
 
     def finetune_function(self, pl_module: Any, epoch: int, optimizer: Optimizer) -> None:
         """Called when the epoch begins."""
+        current_lr = optimizer.param_groups[0]["lr"]
         if epoch == self.unfreeze_backbone_at_epoch:
-            current_lr = optimizer.param_groups[0]["lr"]
             initial_backbone_lr = (
                 self.backbone_initial_lr
                 if self.backbone_initial_lr is not None
@@ -379,7 +367,6 @@ class BackboneFinetuning(BaseFinetuning):
             )
             self._say(current_lr, initial_backbone_lr)
         elif epoch > self.unfreeze_backbone_at_epoch:
-            current_lr = optimizer.param_groups[0]["lr"]
             if self.previous_backbone_lr is None:
                 raise MisconfigurationError(
                     f"BackboneFinetuning(unfreeze_backbone_at_epoch="

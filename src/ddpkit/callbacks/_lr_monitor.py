@@ -63,7 +63,7 @@ class LearningRateMonitor(Callback):
                 RuntimeWarning,
             )
         self.lr_sch_names = []
-        names = [name for group in self._names(trainer, self.lr_sch_names) for name, _, _ in group]
+        names = [name for name, _, _ in self._names(trainer, self.lr_sch_names)]
         self.lrs = {name: [] for name in names}
         self.last_momentum_values = {f"{name}-momentum": None for name in names}
         self.last_weight_decay_values = {f"{name}-weight_decay": None for name in names}
@@ -85,7 +85,7 @@ class LearningRateMonitor(Callback):
 
     def _names(
         self, trainer: CallbackTrainer, schedulers: list[str] | None = None
-    ) -> list[list[tuple[str, dict[str, Any], str | None]]]:
+    ) -> list[tuple[str, dict[str, Any], str | None]]:
         """Per scheduler config, then per optimizer without one: ``(name, param group, the
         interval)`` for each parameter group (None: an optimizer without a scheduler).
         ``schedulers``: gets each scheduler's name, without the groups' suffixes."""
@@ -95,24 +95,23 @@ class LearningRateMonitor(Callback):
         for config in trainer.lr_scheduler_configs:
             optimizer = config.scheduler.optimizer
             name = config.name if config.name is not None else f"lr-{type(optimizer).__name__}"
-            names = self._group_names(optimizer, name, seen, seen_types, named=config.name)
-            found.append([(n, g, config.interval) for n, g in names])
+            name, groups = self._group_names(optimizer, name, seen, seen_types, named=config.name)
+            found += [(n, g, config.interval) for n, g in groups]
             if schedulers is not None:
-                count = seen_types.get(type(optimizer), 0)  # Lightning's _add_prefix
-                schedulers.append(f"{name}-{count - 1}" if count > 1 else name)
+                schedulers.append(name)  # Lightning's _add_prefix
         for optimizer in trainer.optimizers:
-            if optimizer in seen:
-                continue
-            names = self._group_names(
-                optimizer, f"lr-{type(optimizer).__name__}", seen, seen_types, named=None
-            )
-            found.append([(n, g, None) for n, g in names])
+            if optimizer not in seen:
+                name = f"lr-{type(optimizer).__name__}"
+                _, groups = self._group_names(optimizer, name, seen, seen_types, named=None)
+                found += [(n, g, None) for n, g in groups]
         return found
 
     @staticmethod
     def _group_names(
         optimizer: Any, name: str, seen: list[Any], seen_types: defaultdict[type, int], named: Any
-    ) -> list[tuple[str, dict[str, Any]]]:
+    ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+        """The optimizer's name (``-1``, ``-2`` ... for another of its class), and each of its
+        parameter groups' names."""
         seen.append(optimizer)
         kind = type(optimizer)
         if named is None:
@@ -131,35 +130,34 @@ class LearningRateMonitor(Callback):
         if count > 1:
             name = f"{name}-{count - 1}"
         if len(groups) > 1:
-            return [(f"{name}/{g.get('name', f'pg{i + 1}')}", g) for i, g in enumerate(groups)]
+            return name, [(f"{name}/{given_name}", g) for given_name, g in zip(given, groups)]
         own = groups[0].get("name")
-        return [(f"{name}/{own}" if own else name, groups[0])]
+        return name, [(f"{name}/{own}" if own else name, groups[0])]
 
     # -- logging -------------------------------------------------------------------------------
 
     def _log(self, trainer: CallbackTrainer, interval: str) -> None:
         stats: dict[str, float] = {}
         names = self._names(trainer)
-        for name, _, _ in (entry for group in names for entry in group):
+        for name, _, _ in names:
             # an optimizer that gained a parameter group: its values continue under "/pg1"
             old = name.replace("/pg1", "")
             if name != old and old in self.lrs and name not in self.lrs:
                 self.lrs[name] = self.lrs.pop(old)
-        for group in names:
-            for name, param_group, own in group:
-                if own is not None and interval not in (own, "any"):
-                    continue
-                stats[name] = param_group["lr"]
-                self.lrs.setdefault(name, []).append(param_group["lr"])
-                if self.log_momentum:
-                    betas = param_group.get("betas")
-                    value = betas[0] if betas is not None else param_group.get("momentum", 0)
-                    key = f"{name}-momentum"
-                    stats[key] = self.last_momentum_values[key] = value
-                if self.log_weight_decay:
-                    value = param_group["weight_decay"]
-                    key = f"{name}-weight_decay"
-                    stats[key] = self.last_weight_decay_values[key] = value
+        for name, param_group, own in names:
+            if own is not None and interval not in (own, "any"):
+                continue
+            stats[name] = param_group["lr"]
+            self.lrs.setdefault(name, []).append(param_group["lr"])
+            if self.log_momentum:
+                betas = param_group.get("betas")
+                value = betas[0] if betas is not None else param_group.get("momentum", 0)
+                key = f"{name}-momentum"
+                stats[key] = self.last_momentum_values[key] = value
+            if self.log_weight_decay:
+                value = param_group["weight_decay"]
+                key = f"{name}-weight_decay"
+                stats[key] = self.last_weight_decay_values[key] = value
         if not stats:
             return
         device = trainer.strategy.root_device

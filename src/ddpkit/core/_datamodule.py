@@ -9,7 +9,7 @@ other ranks wait; ``setup(stage)`` and ``teardown(stage)`` run on every rank; th
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from ddpkit._lightning_surface import LightningCounterpart
 from ddpkit.core._hooks import DataHooks
@@ -22,11 +22,6 @@ D = TypeVar("D", bound="DataModule")
 class DataModule(LightningCounterpart, HyperparametersMixin, DataHooks):
     """Subclass it and implement the ``*_dataloader()`` methods a stage needs
     (``train_dataloader`` for ``fit``, ``val_dataloader`` for validation, ...)."""
-
-    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
-    #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
-    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
-    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Lightning's takes (and ignores) any arguments: a subclass's super().__init__(**kw)

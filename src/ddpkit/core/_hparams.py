@@ -11,11 +11,12 @@ import copy
 import inspect
 import types
 from argparse import Namespace
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from torch import nn
 
+from ddpkit.core._saving import HPARAMS_KEY
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
@@ -66,14 +67,17 @@ def collect_init_args(frame: types.FrameType | None, owner: Any) -> dict[str, An
         elif levels:
             break  # left the chain of constructors
         frame = frame.f_back
-    merged: dict[str, Any] = {}
-    for level in levels:
-        merged.update(level)
-    return merged
+    return {name: value for level in levels for name, value in level.items()}
 
 
 class HyperparametersMixin:
     """``save_hyperparameters``, ``hparams`` and ``hparams_initial``."""
+
+    #: the checkpoint key of the hyperparameters, and of their container's name and type
+    #: (Lightning's names, on its LightningModule and LightningDataModule alike)
+    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
+    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
+    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
 
     def save_hyperparameters(
         self,
@@ -87,9 +91,7 @@ class HyperparametersMixin:
         ``logger=False`` keeps them out of the loggers."""
         if len(args) == 1 and not isinstance(args[0], str) and not args[0]:
             return  # an empty container
-        caller = frame if frame is not None else inspect.currentframe()
-        if frame is None and caller is not None:
-            caller = caller.f_back
+        caller = frame if frame is not None else getattr(inspect.currentframe(), "f_back", None)
         init_args = collect_init_args(caller, self)
         ignored = [ignore] if isinstance(ignore, str) else list(ignore or [])
         init_args = {k: v for k, v in init_args.items() if k not in ignored}
@@ -149,7 +151,7 @@ class HyperparametersMixin:
 def _as_dict(value: Any) -> dict[str, Any]:
     if isinstance(value, Namespace):
         return dict(vars(value))
-    if isinstance(value, Mapping | MutableMapping):
+    if isinstance(value, Mapping):
         return dict(value)
     raise MisconfigurationError(
         f"save_hyperparameters(<{type(value).__name__}>): pass argument names, a dict or an "

@@ -14,7 +14,7 @@ from ddpkit._lightning_surface import refuse_attribute
 from ddpkit.core._hooks import CheckpointHooks, DataHooks, ModelHooks
 from ddpkit.core._hparams import HyperparametersMixin
 from ddpkit.core._protocols import MetricSink, TrainerProtocol
-from ddpkit.core._saving import HPARAMS_KEY, restore_module
+from ddpkit.core._saving import HPARAMS_KEY, init_kwargs, load_checkpoint, load_hparams_file
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._reprs import safe_repr
 
@@ -69,11 +69,6 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
     :meth:`load_from_checkpoint`.
     """
 
-    #: the checkpoint key of the hyperparameters (Lightning's name)
-    CHECKPOINT_HYPER_PARAMS_KEY: ClassVar[str] = HPARAMS_KEY
-    #: the checkpoint keys of the hyperparameters container's name and type (Lightning's names)
-    CHECKPOINT_HYPER_PARAMS_NAME: ClassVar[str] = "hparams_name"
-    CHECKPOINT_HYPER_PARAMS_TYPE: ClassVar[str] = "hparams_type"
     #: True while torch.jit traces a module (:func:`jit_is_scripting`; Lightning's flag)
     _jit_is_scripting: ClassVar[bool] = False
 
@@ -172,14 +167,12 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
 
     def freeze(self) -> None:
         """Every parameter stops taking gradients, and the module goes to eval mode."""
-        for param in self.parameters():
-            param.requires_grad = False
+        self.requires_grad_(False)
         self.eval()
 
     def unfreeze(self) -> None:
         """Every parameter takes gradients again, and the module goes to train mode."""
-        for param in self.parameters():
-            param.requires_grad = True
+        self.requires_grad_(True)
         self.train()
 
     # -- self.log ------------------------------------------------------------------------------
@@ -334,15 +327,31 @@ class Module(HyperparametersMixin, ModelHooks, DataHooks, CheckpointHooks, nn.Mo
         """A new ``cls`` built from the checkpoint's hyperparameters (``kwargs`` override them),
         with the checkpoint's weights. ``weights_only=True`` (``torch.load``'s safe loading)
         refuses to run code hidden in the file."""
-        return restore_module(  # type: ignore[no-any-return]
-            cls,
-            checkpoint_path,
-            map_location=map_location,
-            hparams_file=hparams_file,
-            strict=strict,
-            weights_only=weights_only,
-            overrides=kwargs,
+        checkpoint = load_checkpoint(
+            checkpoint_path, weights_only=weights_only, map_location=map_location or "cpu"
         )
+        hparams = dict(checkpoint.get(HPARAMS_KEY) or {})
+        if hparams_file is not None:
+            hparams = load_hparams_file(hparams_file)
+        hparams.update(kwargs)
+        try:
+            model = cls(**init_kwargs(cls, hparams))
+        except TypeError as error:
+            raise MisconfigurationError(
+                f"{cls.__name__}.load_from_checkpoint({str(checkpoint_path)!r}): "
+                f"{cls.__name__}(**{sorted(hparams)}) failed: {error}. Fix: call "
+                f"save_hyperparameters() in __init__, or pass the missing arguments as keywords."
+            ) from error
+        configure = getattr(model, "configure_model", None)
+        if callable(configure):
+            configure()
+        on_load = getattr(model, "on_load_checkpoint", None)
+        if callable(on_load):
+            on_load(checkpoint)
+        model.load_state_dict(checkpoint["state_dict"], strict=strict)
+        if isinstance(map_location, str | torch.device):
+            model.to(map_location)
+        return model
 
     def __getattr__(self, name: str) -> Any:
         # nn.Module's lookup (parameters, buffers, submodules) first; a Lightning name ddpkit

@@ -1,4 +1,5 @@
-"""Reading checkpoints: ``load_checkpoint`` and ``Module.load_from_checkpoint``."""
+"""Reading checkpoints: ``load_checkpoint``, and the hyperparameters ``load_from_checkpoint``
+builds a module or DataModule from."""
 
 from __future__ import annotations
 
@@ -60,48 +61,5 @@ def init_kwargs(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
     parameters = list(inspect.signature(init).parameters.values())[1:]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return dict(hparams)
-    names = {
-        p.name
-        for p in parameters
-        if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    }
+    names = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL}
     return {k: v for k, v in hparams.items() if k in names}
-
-
-def restore_module(
-    cls: type,
-    checkpoint_path: str | os.PathLike[str],
-    *,
-    map_location: Any = None,
-    hparams_file: str | os.PathLike[str] | None = None,
-    strict: bool = True,
-    weights_only: bool = True,
-    overrides: dict[str, Any],
-) -> Any:
-    """``cls(**saved hyperparameters, **overrides)``, then ``on_load_checkpoint`` and the
-    weights — what ``Module.load_from_checkpoint`` does."""
-    checkpoint = load_checkpoint(
-        checkpoint_path, weights_only=weights_only, map_location=map_location or "cpu"
-    )
-    hparams = dict(checkpoint.get(HPARAMS_KEY) or {})
-    if hparams_file is not None:
-        hparams = load_hparams_file(hparams_file)
-    hparams.update(overrides)
-    try:
-        model = cls(**init_kwargs(cls, hparams))
-    except TypeError as error:
-        raise MisconfigurationError(
-            f"{cls.__name__}.load_from_checkpoint({str(checkpoint_path)!r}): "
-            f"{cls.__name__}(**{sorted(hparams)}) failed: {error}. Fix: call "
-            f"save_hyperparameters() in __init__, or pass the missing arguments as keywords."
-        ) from error
-    configure = getattr(model, "configure_model", None)
-    if callable(configure):
-        configure()
-    on_load = getattr(model, "on_load_checkpoint", None)
-    if callable(on_load):
-        on_load(checkpoint)
-    model.load_state_dict(checkpoint["state_dict"], strict=strict)
-    if isinstance(map_location, str | torch.device):
-        model.to(map_location)
-    return model

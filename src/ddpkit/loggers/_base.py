@@ -8,12 +8,13 @@ rank zero's version, so every rank (and the checkpoint directory) names the same
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 from abc import ABC, abstractmethod
 from argparse import Namespace
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -172,18 +173,26 @@ class Logger(LightningCounterpart, ABC):
         """A checkpoint was written."""
 
 
-def check_folder_arguments(
-    call: str, save_dir: Any, name: Any, version: Any, prefix: Any = ""
-) -> None:
-    """What every folder logger checks when it is built: ``call`` is how the messages quote it
-    (``CSVLogger(save_dir=3)``)."""
-    kind = call.split("(")[0]
-    for name_, value in (("save_dir", save_dir), ("name", name), ("version", version)):
-        refuse_nul(kind, name_, value)
+def check_folder_arguments(kind: str, given: Mapping[str, Any], init: Callable[..., Any]) -> str:
+    """What every folder logger checks when it is built (``given``: its arguments by name, with
+    ``save_dir``, ``name``, ``version`` and ``prefix``). Returns how the messages quote the call:
+    ``CSVLogger(save_dir='logs', name=3)``, the arguments that differ from ``init``'s defaults
+    (safe reprs)."""
+    defaults = {n: p.default for n, p in inspect.signature(init).parameters.items()}
+
+    def is_default(name: str, value: Any) -> bool:
+        default = defaults[name]
+        return value is default or (type(value) is type(default) and value == default)
+
+    shown = [f"{k}={safe_repr(v)}" for k, v in given.items() if not is_default(k, v)]
+    call = f"{kind}({', '.join(shown)})"
+    save_dir, name, version = given["save_dir"], given["name"], given["version"]
+    for name_ in ("save_dir", "name", "version"):
+        refuse_nul(kind, name_, given[name_])
     if isinstance(save_dir, bytes) or not isinstance(save_dir, str | os.PathLike):
         raise MisconfigurationError(
             f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "
-            f"{call.split('(')[0]}('logs')."
+            f"{kind}('logs')."
         )
     if os.path.exists(save_dir) and not os.path.isdir(save_dir):
         raise MisconfigurationError(
@@ -202,23 +211,9 @@ def check_folder_arguments(
             f"{call}: version is None (the next free version_N), an int ≥ 0 (version_<int>) "
             f"or a folder name (str). Fix: version=None."
         )
-    if not isinstance(prefix, str):
+    if not isinstance(given["prefix"], str):
         raise MisconfigurationError(f"{call}: prefix must be a str. Fix: prefix=''.")
-
-
-def logger_call(kind: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
-    """``CSVLogger(save_dir='logs', name=3)``: the constructor call for messages, with the
-    arguments that differ from their defaults (safe reprs)."""
-
-    def is_default(name: str, value: Any) -> bool:
-        default = defaults.get(name, _NO_DEFAULT)
-        return value is default or (type(value) is type(default) and value == default)
-
-    shown = [f"{k}={safe_repr(v)}" for k, v in given.items() if not is_default(k, v)]
-    return f"{kind}({', '.join(shown)})"
-
-
-_NO_DEFAULT = object()
+    return call
 
 
 class FolderLogger(Logger):
@@ -277,9 +272,9 @@ class FolderLogger(Logger):
         return os.path.join(self.root_dir, version) if version else self.root_dir
 
 
-def write_hparams(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
-    """``hparams.yaml`` as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written
-    atomically."""
+def write_yaml(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
+    """A ``.yaml`` file (a logger's ``hparams.yaml``, ModelCheckpoint's ``best_k_models.yaml``)
+    as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written atomically."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n"

@@ -24,9 +24,8 @@ from ddpkit.loggers._base import (
     FolderLogger,
     check_folder_arguments,
     convert_params,
-    logger_call,
     scalar,
-    write_hparams,
+    write_yaml,
 )
 from ddpkit.utilities._files import atomic_write
 from ddpkit.utilities._rank_zero import log_info
@@ -67,14 +66,13 @@ class ExperimentWriter:
 
     def log_hparams(self, params: Mapping[str, Any]) -> None:
         self.hparams.update(params)
-        write_hparams(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
+        write_yaml(os.path.join(self.log_dir, self.NAME_HPARAMS_FILE), self.hparams)
 
     def save(self) -> None:
         if not self.metrics:
             return
-        columns = ["epoch", "step"]
-        for row in self.metrics:
-            columns += [k for k in row if k not in columns]
+        # every key in the order first logged, after epoch and step
+        columns = list(dict.fromkeys(["epoch", "step", *(k for row in self.metrics for k in row)]))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=columns, restval="")
         writer.writeheader()
@@ -82,14 +80,6 @@ class ExperimentWriter:
         target = Path(self.metrics_file_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, buf.getvalue().encode())
-
-
-_DEFAULTS = {
-    "name": "lightning_logs",
-    "version": None,
-    "prefix": "",
-    "flush_logs_every_n_steps": 100,
-}
 
 
 def _set_aside(metrics: Path, hparams: Path) -> None:
@@ -132,8 +122,7 @@ class CSVLogger(FolderLogger):
             "prefix": prefix,
             "flush_logs_every_n_steps": flush_logs_every_n_steps,
         }
-        call = logger_call("CSVLogger", given, _DEFAULTS)
-        check_folder_arguments(call, save_dir, name, version, prefix)
+        call = check_folder_arguments("CSVLogger", given, CSVLogger.__init__)
         every = flush_logs_every_n_steps
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise MisconfigurationError(

@@ -20,15 +20,13 @@ from ddpkit.loggers._base import (
     check_folder_arguments,
     convert_params,
     flatten_params,
-    logger_call,
     scalar,
-    write_hparams,
+    write_yaml,
 )
 from ddpkit.utilities._paths import refuse_nul
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
 NAME_HPARAMS_FILE = "hparams.yaml"
-_DEFAULTS = {"name": "lightning_logs", "version": None, "prefix": ""}
 
 
 def _summary_writer() -> Any:
@@ -66,8 +64,7 @@ class TensorBoardLogger(FolderLogger):
         **kwargs: Any,
     ) -> None:
         given = {"save_dir": save_dir, "name": name, "version": version, "prefix": prefix}
-        call = logger_call("TensorBoardLogger", given, _DEFAULTS)
-        check_folder_arguments(call, save_dir, name, version, prefix)
+        call = check_folder_arguments("TensorBoardLogger", given, TensorBoardLogger.__init__)
         for flag, value in (("log_graph", log_graph), ("default_hp_metric", default_hp_metric)):
             if not isinstance(value, bool):
                 raise MisconfigurationError(
@@ -137,7 +134,7 @@ class TensorBoardLogger(FolderLogger):
         # hparams.yaml nested as given; TensorBoard's HPARAMS tab takes flat names (Lightning's)
         given = convert_params(params)
         self.hparams.update(given)
-        write_hparams(os.path.join(self.log_dir, NAME_HPARAMS_FILE), self.hparams)
+        write_yaml(os.path.join(self.log_dir, NAME_HPARAMS_FILE), self.hparams)
         flat = flatten_params(given)
         if metrics is None and self._default_hp_metric:
             metrics = {"hp_metric": -1}
@@ -184,7 +181,7 @@ class TensorBoardLogger(FolderLogger):
             self._experiment.flush()
         hparams_file = os.path.join(self.log_dir, NAME_HPARAMS_FILE)
         if self.rank == 0 and os.path.isdir(self.log_dir) and not os.path.exists(hparams_file):
-            write_hparams(hparams_file, self.hparams)
+            write_yaml(hparams_file, self.hparams)
 
     def finalize(self, status: str) -> None:
         if self._experiment is not None:
