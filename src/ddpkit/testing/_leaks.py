@@ -38,12 +38,6 @@ def note_helper(pid: int) -> None:
     _HELPER_PIDS.add(pid)
 
 
-def destroy_process_group_if_any() -> bool:
-    """Destroy the default process group if one exists; True when one did. A no-op where
-    torch.distributed is unavailable."""
-    return destroy_leaked_process_group() is not None
-
-
 @dataclass(frozen=True)
 class LeakedGroup:
     """The process group a test left initialized (already destroyed)."""
