@@ -36,14 +36,8 @@ When = Literal["setup", "call", "teardown"]
 
 
 def _reports(end: ProcessEnd, deserialize: Deserialize) -> list[pytest.TestReport]:
-    if end.record is None:
-        return []
-    out = []
-    for data in end.record.reports:
-        rep = deserialize(data)
-        if isinstance(rep, pytest.TestReport):
-            out.append(rep)
-    return out
+    reports = [] if end.record is None else map(deserialize, end.record.reports)
+    return [rep for rep in reports if isinstance(rep, pytest.TestReport)]
 
 
 def _phase(
