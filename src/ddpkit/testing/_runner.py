@@ -136,7 +136,7 @@ class _Launch:
                 nodeid=self.item.nodeid,
             )
             try:
-                self.job.adopt(rank, self.zygote.fork(request, list(fds.values())), log)
+                self.job.context.adopt(rank, self.zygote.fork(request, list(fds.values())), log)
                 return
             except ZygoteError:
                 self.zygote = None  # the session's warm start notices at the next test
