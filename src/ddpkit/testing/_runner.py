@@ -188,18 +188,17 @@ def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> l
     return distributed_reports(item, spec, end, _deserializer(item.config))
 
 
-def fresh_by_option(config: pytest.Config) -> bool:
-    """``--ddpkit-fresh-interpreter`` or ``ddpkit_fresh_interpreter = true``."""
-    option = config.getoption("ddpkit_fresh_interpreter", None)
-    if option is not None:
-        return bool(option)
-    return bool(config.getini("ddpkit_fresh_interpreter"))
+def option(config: pytest.Config, name: str) -> bool:
+    """One of the plugin's flags: ``--ddpkit-fresh-interpreter`` for ``name``
+    ``ddpkit_fresh_interpreter``, else its ini value ``ddpkit_fresh_interpreter = true``."""
+    value = config.getoption(name, None)
+    return bool(value) if value is not None else bool(config.getini(name))
 
 
 def _zygote_of(
     item: pytest.Item, spec: StandaloneSpec | DistributedSpec, warm: WarmStart | None
 ) -> Zygote | None:
-    if warm is None or spec.fresh_interpreter or fresh_by_option(item.config):
+    if warm is None or spec.fresh_interpreter or option(item.config, "ddpkit_fresh_interpreter"):
         return None
     return warm.zygote_for(os.environ)
 

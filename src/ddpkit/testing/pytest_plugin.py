@@ -48,34 +48,20 @@ _DIST = pytest.StashKey[DistInfo]()
 _WARM = pytest.StashKey[_warm_start.WarmStart | None]()
 
 
+_OPTIONS = {
+    "strict-leaks": "fail a test that leaves a torch.distributed process group initialized "
+    "(default: destroy it and list the test in the summary)",
+    "fresh-interpreter": "start every standalone test and distributed rank as a fresh "
+    "interpreter (default: a fork of a zygote that preloaded torch once for the session)",
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ddpkit")
-    group.addoption(
-        "--ddpkit-strict-leaks",
-        action="store_true",
-        default=None,
-        help="fail a test that leaves a torch.distributed process group initialized "
-        "(default: destroy it and list the test in the summary)",
-    )
-    parser.addini(
-        "ddpkit_strict_leaks",
-        type="bool",
-        default=False,
-        help="like --ddpkit-strict-leaks",
-    )
-    group.addoption(
-        "--ddpkit-fresh-interpreter",
-        action="store_true",
-        default=None,
-        help="start every standalone test and distributed rank as a fresh interpreter "
-        "(default: a fork of a zygote that preloaded torch once for the session)",
-    )
-    parser.addini(
-        "ddpkit_fresh_interpreter",
-        type="bool",
-        default=False,
-        help="like --ddpkit-fresh-interpreter",
-    )
+    for name, help in _OPTIONS.items():  # each a flag, and an ini value that says the same
+        group.addoption(f"--ddpkit-{name}", action="store_true", default=None, help=help)
+        ini = "ddpkit_" + name.replace("-", "_")
+        parser.addini(ini, type="bool", default=False, help=f"like --ddpkit-{name}")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -116,7 +102,8 @@ def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
 def _warm(config: pytest.Config) -> _warm_start.WarmStart | None:
     """The session's warm start, where it may start a zygote."""
     warm = config.stash.get(_WARM, None)
-    if warm is None or config.option.collectonly or runner.fresh_by_option(config):
+    fresh = runner.option(config, "ddpkit_fresh_interpreter")
+    if warm is None or config.option.collectonly or fresh:
         return None
     return warm
 
@@ -240,11 +227,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
-def _strict_leaks(config: pytest.Config) -> bool:
-    option = config.getoption("ddpkit_strict_leaks", None)
-    return bool(option) if option is not None else bool(config.getini("ddpkit_strict_leaks"))
-
-
 @pytest.fixture(autouse=True)
 def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     """Before each test: note this process's children (and, in a rank of a distributed test,
@@ -266,7 +248,7 @@ def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
         distributed.destroy_group()
     leaked_group = leaks.destroy_leaked_process_group()
     if leaked_group is not None:
-        if _strict_leaks(config):
+        if runner.option(config, "ddpkit_strict_leaks"):
             problems.append(leaks.leaked_group_message(item.nodeid, leaked_group))
         else:
             config.stash[_LEAKERS].append(item.nodeid)
