@@ -25,8 +25,8 @@ state and the crash of one never reaches it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 import select
 import shutil
 import signal
@@ -35,13 +35,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ddpkit._runtime.process.proc import Proc
-from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit._runtime.process.proc import ForkedChild, start_popen
 from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit.testing._supervise import tail
@@ -54,11 +53,6 @@ BOOT = (
     "import ddpkit.testing._warm_start.fresh_state as fresh; fresh.hold(); "
     "import ddpkit.testing._warm_start.zygote_server as server; server.main()"
 )
-
-
-def _dies_with_this_process() -> Callable[[], None]:
-    """SIGKILL when this pytest dies (it leads a session of its own: no group to make)."""
-    return preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
 
 
 class ZygoteError(Exception):
@@ -85,13 +79,9 @@ class ZygoteInfo:
     environment differs in any variable but the per-test ones needs another zygote."""
 
 
-class ZygoteProcess(Proc, Protocol):
-    """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
-    or a fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`)."""
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def kill(self) -> None: ...
+#: The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``), or a
+#: fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`).
+ZygoteProcess = subprocess.Popen[bytes] | ForkedChild
 
 
 class ForkedProcess:
@@ -158,21 +148,19 @@ class Zygote:
             child_env = dict(env)
             child_env[ENV_ZYGOTE_FD] = str(theirs.fileno())
             child_env[ENV_ZYGOTE_PRELOAD] = str(directory / "preload.json")
-            # The death signal follows the thread that started the process: from any thread
-            # but the main one it would end the zygote with that thread.
+            # SIGKILL when this pytest dies. The death signal follows the thread that started
+            # the process: from any thread but the main one it would end the zygote with that
+            # thread, so there it gets none (0).
             on_main = threading.current_thread() is threading.main_thread()
-            with open(directory / "zygote.log", "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", BOOT],
-                    env=child_env,
-                    cwd=cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(theirs.fileno(),),
-                    start_new_session=True,
-                    preexec_fn=_dies_with_this_process() if on_main else None,
-                )
+            proc = start_popen(
+                [sys.executable, "-c", BOOT],
+                child_env,
+                log=directory / "zygote.log",
+                cwd=cwd,
+                pass_fds=(theirs.fileno(),),
+                new_session=True,
+                death_signal=signal.SIGKILL if on_main else 0,
+            )
         except BaseException:
             ours.close()
             shutil.rmtree(directory, ignore_errors=True)
@@ -186,14 +174,9 @@ class Zygote:
     def _dispatch(self, message: Mapping[str, Any]) -> None:
         if "ready" in message:
             self._loads_done += 1
+            ready = message["ready"]
             self.info = ZygoteInfo(
-                pid=self.proc.pid,
-                loaded=int(message["loaded"]),
-                left=dict(message["left"]),
-                reads=frozenset(message["reads"]),
-                hazard=message["hazard"],
-                seconds=float(message["seconds"]),
-                whole_env=bool(message.get("whole_env", False)),
+                pid=self.proc.pid, **{**ready, "reads": frozenset(ready["reads"])}
             )
         elif "started" in message:
             pid = int(message["pid"])
@@ -271,7 +254,7 @@ class Zygote:
             raise ZygoteError(self._death())
         ident = self._next_id
         self._next_id += 1
-        payload = json.dumps({"fork": ident, "request": request.to_json()}).encode()
+        payload = json.dumps({"fork": ident, "request": dataclasses.asdict(request)}).encode()
         try:
             socket.send_fds(self.sock, [payload], list(fds))
         except OSError as err:

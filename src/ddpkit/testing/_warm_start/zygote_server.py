@@ -11,6 +11,7 @@ speak the protocol of :mod:`~ddpkit.testing._warm_start.zygote` through :class:`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -64,18 +65,10 @@ class Server:
         gc.collect()
         gc.freeze()
         result = self.result
-        self.result.loaded = len(sys.modules)
-        self.send(
-            {
-                "ready": True,
-                "loaded": result.loaded,
-                "left": result.left,
-                "reads": sorted(result.reads),
-                "hazard": result.hazard,
-                "whole_env": whole_env,
-                "seconds": time.monotonic() - self.started,
-            }
-        )
+        result.loaded = len(sys.modules)
+        seconds = time.monotonic() - self.started
+        info = {**dataclasses.asdict(result), "reads": sorted(result.reads)}  # a ZygoteInfo's
+        self.send({"ready": {**info, "whole_env": whole_env, "seconds": seconds}})
         if result.hazard is not None:
             self.shutdown()  # the parent will not fork from here
 
@@ -99,7 +92,7 @@ class Server:
             if "preload" in message:
                 self.load(message["preload"])
                 continue
-            request = ForkRequest.from_json(message["request"])
+            request = ForkRequest.from_message(message["request"])
             zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
