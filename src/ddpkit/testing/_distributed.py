@@ -115,10 +115,3 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
             # machine). One barrier: every rank's group is whole before any test body runs.
             dist.barrier()
     return DistInfo(rank=rank, world_size=world_size, device=device, backend=spec.backend)
-
-
-def destroy_group() -> None:
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        dist.destroy_process_group()
