@@ -63,7 +63,6 @@ class WarmStart:
         self._zygote: Zygote | None = None
         self._starts = 0
         self._off: str | None = None
-        self.last_reason: str | None = None
 
     def early(self, env: Mapping[str, str]) -> None:
         """Start the zygote with :data:`EARLY` now, if it has not been started (and the session
@@ -127,14 +126,10 @@ class WarmStart:
             if info.hazard is not None:
                 self._leave_out(info.hazard, env)
                 continue
-            changed = _differs(info, zygote.env, zygote_environment(env))
-            if changed:
-                self._start(env)  # a preloaded module read a variable this test changes
-                continue
-            if not zygote.alive:
-                self._start(env)
-                continue
-            return zygote
+            if not _differs(info, zygote.env, zygote_environment(env)) and zygote.alive:
+                return zygote
+            # a preloaded module read a variable this test changes, or the zygote died
+            self._start(env)
         return None
 
     def _leave_out(self, hazard: str, env: Mapping[str, str]) -> None:
@@ -147,11 +142,6 @@ class WarmStart:
             f"fork is not safe then{fresh_state.hint(hazard)}."
         )
         self._start(env)
-
-    @property
-    def off(self) -> str | None:
-        """Why the warm start is off for the rest of the session (None: it is on)."""
-        return self._off
 
     def close(self) -> None:
         if self._zygote is not None:
