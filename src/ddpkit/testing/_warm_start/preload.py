@@ -80,8 +80,6 @@ class PerTestVariable(BaseException):
 class Preloaded:
     """What :func:`preload` did, as the zygote reports it to the parent."""
 
-    loaded: int = 0
-    """How many modules the zygote holds after preloading."""
     left: dict[str, str] = field(default_factory=dict)
     """Modules left to each test, and why (``reads RANK at import``)."""
     reads: set[str] = field(default_factory=set)
@@ -101,21 +99,13 @@ def _plugin_distribution_modules() -> set[str]:
     only the plugin's (hypothesis registers ``_hypothesis_pytestplugin`` and ships
     ``hypothesis`` and ``_hypothesis_globals``), since pytest marks all of a plugin
     distribution's modules for assert rewriting at startup and warns about one imported before."""
-    plugin_dists = {
-        dist.metadata["Name"]
-        for dist in importlib.metadata.distributions()
-        if any(ep.group == "pytest11" for ep in dist.entry_points)
-    }
-    names = {
-        top
-        for top, dists in importlib.metadata.packages_distributions().items()
-        if plugin_dists.intersection(dists)
-    }
+    plugin_dists, names = set(), set()
     for dist in importlib.metadata.distributions():
-        for ep in dist.entry_points:
-            if ep.group == "pytest11":
-                names.add(ep.value.split(":")[0].split(".")[0])
-    return names
+        for ep in dist.entry_points.select(group="pytest11"):
+            plugin_dists.add(dist.metadata["Name"])
+            names.add(ep.value.split(":")[0].split(".")[0])
+    tops = importlib.metadata.packages_distributions().items()
+    return names | {top for top, dists in tops if plugin_dists.intersection(dists)}
 
 
 def candidates(
@@ -256,5 +246,4 @@ def preload(names: Iterable[str], into: Preloaded | None = None) -> Preloaded:
         guarded.active = False
         os.environ = real  # noqa: B003
     result.reads |= guarded.reads
-    result.loaded = len(sys.modules)
     return result
