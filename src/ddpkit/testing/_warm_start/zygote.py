@@ -63,9 +63,6 @@ class ZygoteError(Exception):
 class ZygoteInfo:
     """What the zygote said when it was ready."""
 
-    pid: int
-    loaded: int
-    """How many modules it holds."""
     left: Mapping[str, str]
     """Modules it left to each test, and why."""
     reads: frozenset[str]
@@ -73,7 +70,6 @@ class ZygoteInfo:
     another zygote."""
     hazard: str | None
     """Why a fork from it is unsafe; None when it is safe."""
-    seconds: float
     whole_env: bool = False
     """Its modules were imported by the parent pytest (a fork of the session): a test whose
     environment differs in any variable but the per-test ones needs another zygote."""
@@ -84,32 +80,19 @@ class ZygoteInfo:
 ZygoteProcess = subprocess.Popen[bytes] | ForkedChild
 
 
-class ForkedProcess:
-    """A test process the zygote forked, seen from the parent (``Popen``'s interface)."""
+class ForkedProcess(ForkedChild):
+    """A test process the zygote forked, seen from the parent (``Popen``'s interface): the
+    zygote reaps it and tells its exit status."""
 
     def __init__(self, zygote: Zygote, pid: int) -> None:
+        super().__init__(pid)
         self._zygote = zygote
-        self.pid = pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._zygote.exit_code(self.pid)
 
     def poll(self) -> int | None:
         if self.returncode is None:
             self._zygote.pump(0)
+            self.returncode = self._zygote.exit_code(self.pid)
         return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            code = self.returncode
-            if code is not None:
-                return code
-            left = 0.5 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
-            self._zygote.pump(min(left, 0.5))
 
 
 class Zygote:
@@ -175,9 +158,7 @@ class Zygote:
         if "ready" in message:
             self._loads_done += 1
             ready = message["ready"]
-            self.info = ZygoteInfo(
-                pid=self.proc.pid, **{**ready, "reads": frozenset(ready["reads"])}
-            )
+            self.info = ZygoteInfo(**{**ready, "reads": frozenset(ready["reads"])})
         elif "started" in message:
             pid = int(message["pid"])
             self._started[int(message["started"])] = pid

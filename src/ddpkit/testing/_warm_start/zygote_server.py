@@ -18,8 +18,6 @@ import os
 import select
 import signal
 import socket
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -38,7 +36,6 @@ class Server:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.result = Preloaded()
-        self.started = time.monotonic()
         self.children: set[int] = set()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -65,10 +62,8 @@ class Server:
         gc.collect()
         gc.freeze()
         result = self.result
-        result.loaded = len(sys.modules)
-        seconds = time.monotonic() - self.started
         info = {**dataclasses.asdict(result), "reads": sorted(result.reads)}  # a ZygoteInfo's
-        self.send({"ready": {**info, "whole_env": whole_env, "seconds": seconds}})
+        self.send({"ready": {**info, "whole_env": whole_env}})
         if result.hazard is not None:
             self.shutdown()  # the parent will not fork from here
 
