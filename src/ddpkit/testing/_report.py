@@ -113,12 +113,12 @@ def _rank_problem(
 ) -> str:
     """Why a rank the test started makes the test fail ('' when it does not, or when the
     test's own failure already tells how it ended: ``named``)."""
-    if p.pid in named and not (set(r.nodeid for r in reports) - {item.nodeid}):
+    others = sorted({r.nodeid for r in reports} - {item.nodeid})
+    if p.pid in named and not others:
         return ""
     failure = first_failure(reports)
     if failure is not None:
         return f"{heading(p, f'failed in {failure.when}')}\n{failure.longreprtext}"
-    others = sorted({r.nodeid for r in reports} - {item.nodeid})
     if others:
         ran = f"ran other tests too: {', '.join(others)}"
         return (
@@ -149,12 +149,12 @@ def standalone_reports(
         for p in end.processes:
             lines.append(f"\n{heading(p)}\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
-    problems = []
     named = _named_pids(reports)
-    for p in end.processes[1:]:
-        problem = _rank_problem(item, p, _reports(p, deserialize), named)
-        if problem:
-            problems.append(problem)
+    problems = [
+        problem
+        for p in end.processes[1:]
+        if (problem := _rank_problem(item, p, _reports(p, deserialize), named))
+    ]
     if direct.exitcode not in (0, None) and first_failure(reports) is None:
         problems.append(
             f"the test finished, but its interpreter did not end well:\n{heading(direct)}\n"

@@ -5,6 +5,7 @@ reports they tell it to."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -161,24 +162,18 @@ def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> l
     # Bound here on port 0, handed to rank 0's store: no fixed port, no race for it.
     sock = bind_free_port("127.0.0.1")
     port = sock.getsockname()[1]
-
-    def env_of(rank: int) -> EnvOf:
-        def add(env: dict[str, str]) -> dict[str, str]:
-            return rank_environment(
-                env,
+    try:
+        for rank in range(spec.world_size):
+            store_fd = sock.fileno() if rank == 0 else None
+            env_of = functools.partial(
+                rank_environment,
                 rank=rank,
                 world_size=spec.world_size,
                 port=port,
-                store_fd=sock.fileno() if rank == 0 else None,
+                store_fd=store_fd,
                 cpu_count=os.cpu_count() or 1,
             )
-
-        return add
-
-    try:
-        for rank in range(spec.world_size):
-            fds = {ENV_STORE_FD: sock.fileno()} if rank == 0 else {}
-            launch.start(rank, env_of(rank), fds)
+            launch.start(rank, env_of, {} if store_fd is None else {ENV_STORE_FD: store_fd})
     except BaseException:
         launch.job.kill()  # end what started
         raise
@@ -228,13 +223,6 @@ def _reports(item: pytest.Item, warm: WarmStart | None) -> list[Any]:
         sweep_stale_dirs()
 
 
-def _teardown_collectors(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    # What pytest's runner does after every item: tear down the modules, classes and their
-    # fixtures the next item does not share (set up by the items before this one). The parent
-    # set up nothing for this item itself.
-    item.session._setupstate.teardown_exact(nextitem)
-
-
 def run(item: pytest.Item, nextitem: pytest.Item | None, warm: WarmStart | None) -> None:
     """The runtest protocol of an isolated item, in the parent (``warm``: the session's warm
     start; None: fresh interpreters)."""
@@ -246,7 +234,12 @@ def run(item: pytest.Item, nextitem: pytest.Item | None, warm: WarmStart | None)
         # pytest-timeout's own timeout fired while the parent waited (the tree is ended by
         # then): the test fails with its message, the session goes on.
         reports = failed_reports(item, "call", str(err))
-    call = pytest.CallInfo.from_call(lambda: _teardown_collectors(item, nextitem), when="teardown")
+    # What pytest's runner does after every item: tear down the modules, classes and their
+    # fixtures the next item does not share (set up by the items before this one). The parent
+    # set up nothing for this item itself.
+    call = pytest.CallInfo.from_call(
+        lambda: item.session._setupstate.teardown_exact(nextitem), when="teardown"
+    )
     if call.excinfo is not None:
         teardown = pytest.TestReport.from_item_and_call(item, call)
         reports = [r for r in reports if r.when != "teardown"] + [teardown]

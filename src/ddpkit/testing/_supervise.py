@@ -215,16 +215,12 @@ class Job:
     def _dump_stacks(self) -> None:
         running = procs.tree(self.pids)
         records = read_records(self.directory)
+        # Where each process writes: the log the parent opened for it, else the one it named.
+        logs = {s.pid: s.log for s in self.context.ranks if s.log is not None}
         for pid in sorted(running & set(records)):
-            self._dumped_at[pid] = _size(self._log_of(pid, records[pid]))
+            self._dumped_at[pid] = _size(logs.get(pid, records[pid].log))
             procs.send_signal(pid, DUMP_SIGNAL)
         time.sleep(DUMP_SECONDS)
-
-    def _log_of(self, pid: int, record: ProcessRecord) -> Path:
-        for s in self.context.ranks:
-            if s.pid == pid and s.log is not None:
-                return s.log
-        return record.log
 
     def _output(self, pid: int, log: Path) -> tuple[str, str]:
         """(last lines of output, condensed stacks) of ``pid``."""

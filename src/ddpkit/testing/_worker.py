@@ -76,11 +76,8 @@ def child_environment(
 
 
 def _rank_from(env: Mapping[str, str]) -> int:
-    for name in ("RANK", "LOCAL_RANK"):
-        value = env.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    ranks = (env.get(name, "") for name in ("RANK", "LOCAL_RANK"))
+    return next((int(value) for value in ranks if value.isdigit()), 0)
 
 
 @dataclass(frozen=True)

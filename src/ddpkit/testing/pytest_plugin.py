@@ -173,14 +173,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.pluginmanager.has_plugin("timeout"):
         return
     for item in items:
-        if runner.isolation_of(item) is None:
-            continue
         try:
-            spec = runner.spec_of(item)
+            spec = runner.spec_of(item)  # None: the test is not isolated
         except ValueError:
             continue  # reported when the test runs
-        assert spec is not None
-        timeout = runner.timeout_of(item, spec)
+        timeout = None if spec is None else runner.timeout_of(item, spec)
         if timeout is not None:
             item.add_marker(
                 pytest.mark.timeout(timeout + runner.PARENT_TIMEOUT_SLACK_SECONDS), append=False
