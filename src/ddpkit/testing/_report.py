@@ -40,36 +40,24 @@ def _reports(end: ProcessEnd, deserialize: Deserialize) -> list[pytest.TestRepor
     return [rep for rep in reports if isinstance(rep, pytest.TestReport)]
 
 
-def _phase(
-    item: pytest.Item,
-    when: When,
-    outcome: str,
-    longrepr: str | None,
-    sections: Sequence[tuple[str, str]] = (),
-) -> pytest.TestReport:
-    return pytest.TestReport(
-        nodeid=item.nodeid,
-        location=item.location,
-        keywords={name: 1 for name in item.keywords},
-        outcome=outcome,  # type: ignore[arg-type]
-        longrepr=longrepr,
-        when=when,
-        sections=sections,
-    )
-
-
 def failed_reports(
     item: pytest.Item, when: When, text: str, sections: Sequence[tuple[str, str]] = ()
 ) -> list[pytest.TestReport]:
     """The reports of a test that failed in phase ``when`` with ``text`` as its failure (and
-    ``sections``, e.g. captured output, shown under it)."""
-    reports = []
-    if when != "setup":
-        reports.append(_phase(item, "setup", "passed", None))
-    reports.append(_phase(item, when, "failed", text, sections))
-    if when != "teardown":
-        reports.append(_phase(item, "teardown", "passed", None))
-    return reports
+    ``sections``, e.g. captured output, shown under it): setup and teardown passed around it."""
+    phases: tuple[When, ...] = ("setup", when, "teardown")
+    return [
+        pytest.TestReport(
+            nodeid=item.nodeid,
+            location=item.location,
+            keywords={name: 1 for name in item.keywords},
+            outcome="failed" if phase == when else "passed",
+            longrepr=text if phase == when else None,
+            when=phase,
+            sections=sections if phase == when else (),
+        )
+        for phase in dict.fromkeys(phases)  # a failed setup or teardown is there once
+    ]
 
 
 # -- standalone -------------------------------------------------------------------------------
