@@ -82,28 +82,14 @@ def timeout_of(item: pytest.Item, spec: StandaloneSpec | DistributedSpec) -> flo
     return resolve_timeout(spec.timeout, suite_timeout(item))
 
 
-def _deserializer(config: pytest.Config) -> Any:
-    def deserialize(data: Mapping[str, Any]) -> Any:
-        data = dict(data)
-        # JSON turned the tuples of a report into lists; pytest's terminal wants them back.
-        for key in ("location", "longrepr"):
-            if isinstance(data.get(key), list):
-                data[key] = tuple(data[key])
-        data["sections"] = [tuple(s) for s in data.get("sections", [])]
-        return config.hook.pytest_report_from_serializable(config=config, data=data)
-
-    return deserialize
-
-
-def _args(item: pytest.Item) -> list[str]:
-    config = item.config
-    return pytest_args(
-        node=node_argument(item.nodeid, item.path),
-        rootdir=config.rootpath,
-        inifile=config.inipath,
-        forwarded=forwarded_args(config.invocation_params.args),
-        xdist=config.pluginmanager.has_plugin("xdist"),
-    )
+def _deserialize(config: pytest.Config, data: Mapping[str, Any]) -> Any:
+    data = dict(data)
+    # JSON turned the tuples of a report into lists; pytest's terminal wants them back.
+    for key in ("location", "longrepr"):
+        if isinstance(data.get(key), list):
+            data[key] = tuple(data[key])
+    data["sections"] = [tuple(s) for s in data.get("sections", [])]
+    return config.hook.pytest_report_from_serializable(config=config, data=data)
 
 
 EnvOf = Callable[[dict[str, str]], dict[str, str]]
@@ -117,8 +103,15 @@ class _Launch:
         self.item = item
         self.directory = directory
         self.zygote = zygote
-        self.args = _args(item)
-        self.cwd = item.config.invocation_params.dir
+        config = item.config
+        self.args = pytest_args(
+            node=node_argument(item.nodeid, item.path),
+            rootdir=config.rootpath,
+            inifile=config.inipath,
+            forwarded=forwarded_args(config.invocation_params.args),
+            xdist=config.pluginmanager.has_plugin("xdist"),
+        )
+        self.cwd = config.invocation_params.dir
         self.job = Job(directory, idle=zygote.pump if zygote is not None else time.sleep)
 
     def start(self, rank: int, env_of: EnvOf = dict, fds: Mapping[str, int] | None = None) -> None:
@@ -155,7 +148,7 @@ class _Launch:
 def _standalone(item: pytest.Item, spec: StandaloneSpec, launch: _Launch) -> list[Any]:
     launch.start(0)
     end = launch.job.wait(timeout_of(item, spec))
-    return standalone_reports(item, end, _deserializer(item.config))
+    return standalone_reports(item, end, functools.partial(_deserialize, item.config))
 
 
 def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> list[Any]:
@@ -180,7 +173,7 @@ def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> l
     finally:
         sock.close()
     end = launch.job.wait(timeout_of(item, spec))
-    return distributed_reports(item, spec, end, _deserializer(item.config))
+    return distributed_reports(item, spec, end, functools.partial(_deserialize, item.config))
 
 
 def option(config: pytest.Config, name: str) -> bool:
