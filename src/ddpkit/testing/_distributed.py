@@ -51,8 +51,8 @@ def rank_environment(
 ) -> dict[str, str]:
     """``base`` plus the variables of rank ``rank`` (torchrun's names, without GROUP_RANK: the
     rank is not a torchrun job, and ddpkit's LocalEnvironment reads these as a launched rank)."""
-    env = dict(base)
-    env.update(
+    env = dict(
+        base,
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
         RANK=str(rank),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -201,12 +202,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return (yield)
 
 
+@dataclass(eq=False)  # a plugin: registered by identity
 class _ChildReporter:
     """In an isolated test's interpreter: leave every test report for the parent."""
 
-    def __init__(self, config: pytest.Config, child: IsolatedProcess) -> None:
-        self.config = config
-        self.child = child
+    config: pytest.Config
+    child: IsolatedProcess
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)

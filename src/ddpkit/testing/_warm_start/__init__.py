@@ -158,11 +158,8 @@ def after_collection(session: pytest.Session, warm: WarmStart, prepare: Prepare)
     plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
                if isinstance(p, types.ModuleType)]  # fmt: skip
     names = preload.candidates(dict(sys.modules), plugins)
-
-    def fork_here() -> Zygote:
-        env = zygote_environment(os.environ)
-        return session_fork.fork_zygote(session, prepare, env)
-
+    env = zygote_environment(os.environ)
+    fork_here = functools.partial(session_fork.fork_zygote, session, prepare, env)
     warm.collected(names, os.environ, fork_here if warm.fork_session else None)
     _collection_over()
 

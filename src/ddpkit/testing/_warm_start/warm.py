@@ -37,9 +37,8 @@ MAX_STARTS = 6
 def zygote_environment(base: Mapping[str, str]) -> dict[str, str]:
     """What the zygote preloads with: ``base`` and the variables every test process has the same
     value of (so a module that reads them at import sees what a fresh interpreter would)."""
-    env = dict(base)
+    env = {**base, "PYTHONUNBUFFERED": "1"}
     env.pop("PYTEST_CURRENT_TEST", None)
-    env["PYTHONUNBUFFERED"] = "1"
     return env
 
 

@@ -26,6 +26,7 @@ state and the crash of one never reaches it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import select
 import shutil
@@ -113,8 +114,7 @@ class Zygote:
         self.info: ZygoteInfo | None = None
         self._started: dict[int, int] = {}
         self._exits: dict[int, int] = {}
-        self._forked: set[int] = set()
-        self._next_id = 0
+        self._ids = itertools.count()
         self._closed = False
         self._loads_asked = 1  # the list it was started with
         self._loads_done = 0
@@ -160,9 +160,7 @@ class Zygote:
             ready = message["ready"]
             self.info = ZygoteInfo(**{**ready, "reads": frozenset(ready["reads"])})
         elif "started" in message:
-            pid = int(message["pid"])
-            self._started[int(message["started"])] = pid
-            self._forked.add(pid)
+            self._started[int(message["started"])] = int(message["pid"])
         elif "exit" in message:
             self._exits[int(message["exit"])] = int(message["code"])
 
@@ -171,7 +169,7 @@ class Zygote:
         if not self._closed:
             self._closed = True
             self.sock.close()
-        for pid in self._forked:
+        for pid in self._started.values():
             self._exits.setdefault(pid, -signal.SIGKILL)
 
     def pump(self, timeout: float) -> None:
@@ -233,8 +231,7 @@ class Zygote:
         """Fork a test process; returns once the zygote says it started."""
         if not self.alive:
             raise ZygoteError(self._death())
-        ident = self._next_id
-        self._next_id += 1
+        ident = next(self._ids)
         payload = json.dumps({"fork": ident, "request": dataclasses.asdict(request)}).encode()
         try:
             socket.send_fds(self.sock, [payload], list(fds))
