@@ -78,7 +78,7 @@ class PerTestVariable(BaseException):
 
 @dataclass
 class Preloaded:
-    """What :func:`preload` did, as the zygote reports it to the parent."""
+    """What :func:`preload` did, as the zygote reports it to the parent when it is ready."""
 
     left: dict[str, str] = field(default_factory=dict)
     """Modules left to each test, and why (``reads RANK at import``)."""
@@ -86,6 +86,9 @@ class Preloaded:
     """The environment variables the preloaded modules read while they were imported."""
     hazard: str | None = None
     """Why a fork of this process is unsafe (None: it is safe)."""
+    whole_env: bool = False
+    """Its modules were imported by the parent pytest (a fork of the session): a test whose
+    environment differs in any variable but the per-test ones needs another zygote."""
 
 
 def _installed_top_levels() -> set[str]:

@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from ddpkit.testing._warm_start import fresh_state
-from ddpkit.testing._warm_start.preload import is_per_test
-from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError, ZygoteInfo
+from ddpkit.testing._warm_start.preload import Preloaded, is_per_test
+from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError
 
 #: What the zygote preloads while the collection runs.
 EARLY = ("torch", "torch.distributed", "pytest")
@@ -42,7 +42,7 @@ def zygote_environment(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _differs(info: ZygoteInfo, a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+def _differs(info: Preloaded, a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
     """The variables a test's environment ``b`` may not differ in from the zygote's ``a``."""
     keys: Collection[str] = info.reads
     if info.whole_env:

@@ -37,7 +37,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit.testing._supervise import tail
 from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.preload import Preloaded
 from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE
 
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
@@ -58,22 +58,6 @@ BOOT = (
 
 class ZygoteError(Exception):
     """The zygote could not start, or died."""
-
-
-@dataclass(frozen=True)
-class ZygoteInfo:
-    """What the zygote said when it was ready."""
-
-    left: Mapping[str, str]
-    """Modules it left to each test, and why."""
-    reads: frozenset[str]
-    """The variables its preloads read: a test whose environment differs in one of them needs
-    another zygote."""
-    hazard: str | None
-    """Why a fork from it is unsafe; None when it is safe."""
-    whole_env: bool = False
-    """Its modules were imported by the parent pytest (a fork of the session): a test whose
-    environment differs in any variable but the per-test ones needs another zygote."""
 
 
 #: The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``), or a
@@ -111,7 +95,7 @@ class Zygote:
         self.directory = directory
         self.env = env
         """The environment it was started with: what its preloads saw."""
-        self.info: ZygoteInfo | None = None
+        self.info: Preloaded | None = None
         self._started: dict[int, int] = {}
         self._exits: dict[int, int] = {}
         self._ids = itertools.count()
@@ -158,7 +142,7 @@ class Zygote:
         if "ready" in message:
             self._loads_done += 1
             ready = message["ready"]
-            self.info = ZygoteInfo(**{**ready, "reads": frozenset(ready["reads"])})
+            self.info = Preloaded(**{**ready, "reads": set(ready["reads"])})
         elif "started" in message:
             self._started[int(message["started"])] = int(message["pid"])
         elif "exit" in message:
@@ -209,7 +193,7 @@ class Zygote:
             return
         self._loads_asked += 1
 
-    def ready(self, timeout: float) -> ZygoteInfo:
+    def ready(self, timeout: float) -> Preloaded:
         """Wait until the zygote has preloaded; :class:`ZygoteError` if it cannot."""
         deadline = time.monotonic() + timeout
         while self.info is None or self._loads_done < self._loads_asked:

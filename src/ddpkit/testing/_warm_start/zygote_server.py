@@ -62,8 +62,8 @@ class Server:
         gc.collect()
         gc.freeze()
         result = self.result
-        info = {**dataclasses.asdict(result), "reads": sorted(result.reads)}  # a ZygoteInfo's
-        self.send({"ready": {**info, "whole_env": whole_env}})
+        result.whole_env = whole_env
+        self.send({"ready": {**dataclasses.asdict(result), "reads": sorted(result.reads)}})
         if result.hazard is not None:
             self.shutdown()  # the parent will not fork from here
 
