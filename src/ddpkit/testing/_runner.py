@@ -53,9 +53,8 @@ def spec_of(item: pytest.Item) -> StandaloneSpec | DistributedSpec | None:
         return None
     marker = item.get_closest_marker(kind)
     assert marker is not None
-    if kind == "distributed":
-        return distributed_spec(marker.args, marker.kwargs)
-    return standalone_spec(marker.args, marker.kwargs)
+    read = distributed_spec if kind == "distributed" else standalone_spec
+    return read(marker.args, marker.kwargs)
 
 
 def suite_timeout(item: pytest.Item) -> float | None:

@@ -277,7 +277,7 @@ class Job:
             assert s.log is not None  # every process of the test has its log
             record = records.pop(s.pid, None)
             ends.append(self._process_end(s.rank, s.pid, s.log, started=s, record=record))
-        for pid, record in sorted(records.items(), key=lambda kv: (kv[1].rank, kv[0])):
-            end = self._process_end(record.rank, pid, record.log, started=None, record=record)
-            ends.append(end)
+        # Then those the test started, which only their records name.
+        for r in sorted(records.values(), key=lambda r: (r.rank, r.pid)):
+            ends.append(self._process_end(r.rank, r.pid, r.log, started=None, record=r))
         return tuple(ends)

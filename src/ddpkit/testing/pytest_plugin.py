@@ -96,8 +96,7 @@ def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
     if child is None:
         raise RuntimeError("a test's process was forked without its ddpkit environment")
     _become_child(config, child)
-    _drop_idle_hypothesis(config, [item])
-    _child_timeouts(config, [item])
+    _child_items(config, [item])
 
 
 def _warm(config: pytest.Config) -> _warm_start.WarmStart | None:
@@ -146,19 +145,16 @@ def _is_child(config: pytest.Config) -> bool:
     return config.stash.get(_CHILD, None) is not None
 
 
-def _drop_idle_hypothesis(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a test's own process, hypothesis's plugin imports all of hypothesis at the end of the
-    session (its terminal summary), about a second per rank per test — in a session whose
-    output nobody reads. Unless the test is a hypothesis test, its process goes without it."""
+def _child_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test's own process and its items. Hypothesis's plugin imports all of hypothesis at the
+    end of the session (its terminal summary), about a second per rank per test — in a session
+    whose output nobody reads. Unless the test is a hypothesis test, its process goes without
+    it."""
     plugin = config.pluginmanager.get_plugin("hypothesispytest")
-    if plugin is None:
-        return
-    if any(getattr(getattr(item, "obj", None), "is_hypothesis_test", False) for item in items):
-        return
-    config.pluginmanager.unregister(plugin)
-
-
-def _child_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if plugin is not None and not any(
+        getattr(getattr(item, "obj", None), "is_hypothesis_test", False) for item in items
+    ):
+        config.pluginmanager.unregister(plugin)
     # The parent ends the process tree at the timeout and shows every rank's stacks;
     # pytest-timeout firing first inside one rank would show one.
     if config.pluginmanager.has_plugin("timeout"):
@@ -168,8 +164,7 @@ def _child_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _is_child(config):
-        _drop_idle_hypothesis(config, items)
-        _child_timeouts(config, items)
+        _child_items(config, items)
         return
     if not config.pluginmanager.has_plugin("timeout"):
         return

@@ -150,9 +150,8 @@ class Zygote:
 
     def _lost(self) -> None:
         """The zygote is gone: every process it forked died with it (SIGKILL)."""
-        if not self._closed:
-            self._closed = True
-            self.sock.close()
+        self._closed = True
+        self.sock.close()  # a second close does nothing
         for pid in self._started.values():
             self._exits.setdefault(pid, -signal.SIGKILL)
 
@@ -231,9 +230,8 @@ class Zygote:
     def close(self) -> None:
         """End the zygote (it SIGKILLs whatever it forked that still runs) and remove its
         files."""
-        if not self._closed:
-            self._closed = True
-            self.sock.close()
+        self._closed = True
+        self.sock.close()  # a second close does nothing
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
