@@ -113,12 +113,12 @@ def leaked_children(
     """
 
     def new() -> list[int]:
-        pids = [p.pid for p in procs.children(snapshot.pid) if p.pid not in snapshot.before]
         return [
-            pid
-            for pid in pids
-            if not _is_interpreter_helper(pid)
-            and not (allow_ddpkit_ranks and _launched_by(pid, snapshot.pid))
+            p.pid
+            for p in procs.children(snapshot.pid)
+            if p.pid not in snapshot.before
+            and not _is_interpreter_helper(p.pid)
+            and not (allow_ddpkit_ranks and _launched_by(p.pid, snapshot.pid))
         ]
 
     deadline = time.monotonic() + grace

@@ -259,9 +259,8 @@ def distributed_reports(
         return _failed(item, spec, end, verdicts, extras)
     # Every rank finished cleanly: relay one rank's own reports (the first that skipped or
     # xfailed, else rank 0's), so that a skip keeps its reason and an xfail its mark.
-    chosen = next((v for v in verdicts if v.status in ("skipped", "xfailed")), None)
-    if chosen is None:
-        chosen = min(verdicts, key=lambda v: v.end.rank)
+    skipped = (v for v in verdicts if v.status in ("skipped", "xfailed"))
+    chosen = next(skipped, None) or min(verdicts, key=lambda v: v.end.rank)
     reports = list(chosen.reports)
     for rep in reports:
         rep.nodeid = item.nodeid

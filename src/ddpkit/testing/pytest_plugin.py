@@ -228,16 +228,14 @@ def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     config = request.config
     child = config.stash.get(_CHILD, None)
     snapshot = leaks.ChildSnapshot()
-    owns_group = False
     if child is not None and runner.isolation_of(item) == "distributed":
         spec = runner.spec_of(item)
         assert isinstance(spec, DistributedSpec)
         child.mark_arrived()
         item.stash[_DIST] = distributed.init_group(spec)
-        owns_group = True
     yield
     problems = []
-    if owns_group:
+    if _DIST in item.stash:
         leaks.destroy_leaked_process_group()  # the test's own group: not a leak
     leaked_group = leaks.destroy_leaked_process_group()
     if leaked_group is not None:
