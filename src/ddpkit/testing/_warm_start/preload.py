@@ -173,21 +173,11 @@ class ReadEnviron(os._Environ):
     def read(self, key: str) -> None:
         """Called for every read of ``key`` while active."""
 
-    def _seen(self, key: object) -> None:
+    def __getitem__(self, key: str) -> str:
+        # Every read comes here: Mapping's get() and ``in`` (os.getenv too) read through it.
         if self.active and isinstance(key, str):
             self.read(key)
-
-    def __getitem__(self, key: str) -> str:
-        self._seen(key)
         return super().__getitem__(key)  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        self._seen(key)
-        return super().__contains__(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._seen(key)
-        return super().get(key, default)
 
 
 class _GuardedEnviron(ReadEnviron):
