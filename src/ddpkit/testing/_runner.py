@@ -119,10 +119,9 @@ class _Launch:
         fds = dict(fds or {})
         log = self.directory / f"rank{rank}.log"
         if self.zygote is not None:
-            env = env_of(self._env(self.zygote.proc.pid, log))
             request = ForkRequest(
                 args=tuple(self.args),
-                env=env,
+                env=env_of(self._env(self.zygote.proc.pid, log)),
                 cwd=str(self.cwd),
                 log=str(log),
                 fd_env={name: i for i, name in enumerate(fds)},

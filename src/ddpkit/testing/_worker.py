@@ -103,7 +103,12 @@ class IsolatedProcess:
         rank the test started inherited its parent's), arm the stack dump, and register."""
         remember_isolated_test()  # a test may clear os.environ around a DDPPlugin fit
         if not self.direct:
-            _redirect_output(self.log)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
         faulthandler.register(DUMP_SIGNAL, all_threads=True)
         self.register()
 
@@ -125,15 +130,6 @@ class IsolatedProcess:
     def mark_arrived(self) -> None:
         """Distributed: this rank reached init_process_group."""
         write_private(self.directory / f"arrived-{os.getpid()}", str(self.rank).encode())
-
-
-def _redirect_output(path: Path) -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
 
 
 @dataclass(frozen=True)
