@@ -175,8 +175,8 @@ def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> l
 
 
 def option(config: pytest.Config, name: str) -> bool:
-    """One of the plugin's flags: ``--ddpkit-fresh-interpreter`` for ``name``
-    ``ddpkit_fresh_interpreter``, else its ini value ``ddpkit_fresh_interpreter = true``."""
+    """The plugin's flag ``name`` where the command line gives it (``ddpkit_fresh_interpreter``:
+    ``--ddpkit-fresh-interpreter``), else its ini value (``ddpkit_fresh_interpreter = true``)."""
     value = config.getoption(name, None)
     return bool(value) if value is not None else bool(config.getini(name))
 
