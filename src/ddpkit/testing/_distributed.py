@@ -51,8 +51,8 @@ def rank_environment(
 ) -> dict[str, str]:
     """``base`` plus the variables of rank ``rank`` (torchrun's names, without GROUP_RANK: the
     rank is not a torchrun job, and ddpkit's LocalEnvironment reads these as a launched rank)."""
-    env = dict(base)
-    env.update(
+    env = dict(
+        base,
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
         RANK=str(rank),
@@ -115,10 +115,3 @@ def init_group(spec: DistributedSpec, env: Mapping[str, str] | None = None) -> D
             # machine). One barrier: every rank's group is whole before any test body runs.
             dist.barrier()
     return DistInfo(rank=rank, world_size=world_size, device=device, backend=spec.backend)
-
-
-def destroy_group() -> None:
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        dist.destroy_process_group()

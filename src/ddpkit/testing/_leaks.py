@@ -38,12 +38,6 @@ def note_helper(pid: int) -> None:
     _HELPER_PIDS.add(pid)
 
 
-def destroy_process_group_if_any() -> bool:
-    """Destroy the default process group if one exists; True when one did. A no-op where
-    torch.distributed is unavailable."""
-    return destroy_leaked_process_group() is not None
-
-
 @dataclass(frozen=True)
 class LeakedGroup:
     """The process group a test left initialized (already destroyed)."""
@@ -119,12 +113,12 @@ def leaked_children(
     """
 
     def new() -> list[int]:
-        pids = [p.pid for p in procs.children(snapshot.pid) if p.pid not in snapshot.before]
         return [
-            pid
-            for pid in pids
-            if not _is_interpreter_helper(pid)
-            and not (allow_ddpkit_ranks and _launched_by(pid, snapshot.pid))
+            p.pid
+            for p in procs.children(snapshot.pid)
+            if p.pid not in snapshot.before
+            and not _is_interpreter_helper(p.pid)
+            and not (allow_ddpkit_ranks and _launched_by(p.pid, snapshot.pid))
         ]
 
     deadline = time.monotonic() + grace

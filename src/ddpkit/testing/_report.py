@@ -36,46 +36,28 @@ When = Literal["setup", "call", "teardown"]
 
 
 def _reports(end: ProcessEnd, deserialize: Deserialize) -> list[pytest.TestReport]:
-    if end.record is None:
-        return []
-    out = []
-    for data in end.record.reports:
-        rep = deserialize(data)
-        if isinstance(rep, pytest.TestReport):
-            out.append(rep)
-    return out
-
-
-def _phase(
-    item: pytest.Item,
-    when: When,
-    outcome: str,
-    longrepr: str | None,
-    sections: Sequence[tuple[str, str]] = (),
-) -> pytest.TestReport:
-    return pytest.TestReport(
-        nodeid=item.nodeid,
-        location=item.location,
-        keywords={name: 1 for name in item.keywords},
-        outcome=outcome,  # type: ignore[arg-type]
-        longrepr=longrepr,
-        when=when,
-        sections=sections,
-    )
+    reports = [] if end.record is None else map(deserialize, end.record.reports)
+    return [rep for rep in reports if isinstance(rep, pytest.TestReport)]
 
 
 def failed_reports(
     item: pytest.Item, when: When, text: str, sections: Sequence[tuple[str, str]] = ()
 ) -> list[pytest.TestReport]:
     """The reports of a test that failed in phase ``when`` with ``text`` as its failure (and
-    ``sections``, e.g. captured output, shown under it)."""
-    reports = []
-    if when != "setup":
-        reports.append(_phase(item, "setup", "passed", None))
-    reports.append(_phase(item, when, "failed", text, sections))
-    if when != "teardown":
-        reports.append(_phase(item, "teardown", "passed", None))
-    return reports
+    ``sections``, e.g. captured output, shown under it): setup and teardown passed around it."""
+    phases: tuple[When, ...] = ("setup", when, "teardown")
+    return [
+        pytest.TestReport(
+            nodeid=item.nodeid,
+            location=item.location,
+            keywords={name: 1 for name in item.keywords},
+            outcome="failed" if phase == when else "passed",
+            longrepr=text if phase == when else None,
+            when=phase,
+            sections=sections if phase == when else (),
+        )
+        for phase in dict.fromkeys(phases)  # a failed setup or teardown is there once
+    ]
 
 
 # -- standalone -------------------------------------------------------------------------------
@@ -119,12 +101,12 @@ def _rank_problem(
 ) -> str:
     """Why a rank the test started makes the test fail ('' when it does not, or when the
     test's own failure already tells how it ended: ``named``)."""
-    if p.pid in named and not (set(r.nodeid for r in reports) - {item.nodeid}):
+    others = sorted({r.nodeid for r in reports} - {item.nodeid})
+    if p.pid in named and not others:
         return ""
     failure = first_failure(reports)
     if failure is not None:
         return f"{heading(p, f'failed in {failure.when}')}\n{failure.longreprtext}"
-    others = sorted({r.nodeid for r in reports} - {item.nodeid})
     if others:
         ran = f"ran other tests too: {', '.join(others)}"
         return (
@@ -155,12 +137,12 @@ def standalone_reports(
         for p in end.processes:
             lines.append(f"\n{heading(p)}\n{output_block(p, CRASH_LINES)}")
         return failed_reports(item, "call", "\n".join(lines))
-    problems = []
     named = _named_pids(reports)
-    for p in end.processes[1:]:
-        problem = _rank_problem(item, p, _reports(p, deserialize), named)
-        if problem:
-            problems.append(problem)
+    problems = [
+        problem
+        for p in end.processes[1:]
+        if (problem := _rank_problem(item, p, _reports(p, deserialize), named))
+    ]
     if direct.exitcode not in (0, None) and first_failure(reports) is None:
         problems.append(
             f"the test finished, but its interpreter did not end well:\n{heading(direct)}\n"
@@ -277,9 +259,8 @@ def distributed_reports(
         return _failed(item, spec, end, verdicts, extras)
     # Every rank finished cleanly: relay one rank's own reports (the first that skipped or
     # xfailed, else rank 0's), so that a skip keeps its reason and an xfail its mark.
-    chosen = next((v for v in verdicts if v.status in ("skipped", "xfailed")), None)
-    if chosen is None:
-        chosen = min(verdicts, key=lambda v: v.end.rank)
+    skipped = (v for v in verdicts if v.status in ("skipped", "xfailed"))
+    chosen = next(skipped, None) or min(verdicts, key=lambda v: v.end.rank)
     reports = list(chosen.reports)
     for rep in reports:
         rep.nodeid = item.nodeid

@@ -84,16 +84,13 @@ def collective_of(stacks: str) -> str | None:
     """The torch.distributed call a rank's stack dump shows it inside (the innermost), or None
     when no thread is inside one."""
     for line in stacks.splitlines():
-        m = _FRAME.match(line)
-        if m and m["path"].endswith(_COLLECTIVE_FILES):
+        if (m := _FRAME.match(line)) is None:
+            continue
+        if m["path"].endswith(_COLLECTIVE_FILES):
             return m["func"]
-        hidden = next(
-            (name for (path, func), name in _HIDDEN_COLLECTIVES.items()
-             if m and m["path"].endswith(path) and m["func"] == func),
-            None,
-        )  # fmt: skip
-        if hidden is not None:
-            return hidden
+        for (path, func), name in _HIDDEN_COLLECTIVES.items():
+            if m["path"].endswith(path) and m["func"] == func:
+                return name
     return None
 
 
@@ -154,27 +151,20 @@ class RankVerdict:
         return self.status not in ("passed", "skipped", "xfailed", "ended")
 
 
-def _timed_out(end: ProcessEnd, reports: tuple[pytest.TestReport, ...]) -> RankVerdict:
-    rank = end.rank
-    if not end.arrived:
-        return RankVerdict(end, reports, "never arrived", (Blame.NEVER_ARRIVED, 0, rank))
-    if not end.stacks:
-        return RankVerdict(end, reports, "timed out", (Blame.UNKNOWN, 0, rank))
-    if collective_of(end.stacks) is None:
-        return RankVerdict(end, reports, "outside", (Blame.OUTSIDE, 0, rank))
-    return RankVerdict(end, reports, "waiting", (Blame.CONSEQUENCE, 0, rank))
-
-
-def at_timeout(end: ProcessEnd, reports: Sequence[pytest.TestReport]) -> RankVerdict:
-    """A standalone test's process at its timeout: outside every collective (a cause), inside
-    one (waiting for a cause), or unknown (no stacks). Unlike a distributed rank it has no
-    process group of the plugin's to arrive at."""
+def at_timeout(
+    end: ProcessEnd, reports: Sequence[pytest.TestReport], *, distributed: bool = False
+) -> RankVerdict:
+    """A process at its test's timeout: outside every collective (a cause), inside one (waiting
+    for a cause), or unknown (no stacks); a distributed rank that never reached the plugin's
+    process group first of all (a standalone test's process has none to arrive at)."""
     reps = tuple(reports)
-    if end.stacks and collective_of(end.stacks) is not None:
-        return RankVerdict(end, reps, "waiting", (Blame.CONSEQUENCE, 0, end.rank))
-    if end.stacks:
+    if distributed and not end.arrived:
+        return RankVerdict(end, reps, "never arrived", (Blame.NEVER_ARRIVED, 0, end.rank))
+    if not end.stacks:
+        return RankVerdict(end, reps, "timed out", (Blame.UNKNOWN, 0, end.rank))
+    if collective_of(end.stacks) is None:
         return RankVerdict(end, reps, "outside", (Blame.OUTSIDE, 0, end.rank))
-    return RankVerdict(end, reps, "timed out", (Blame.UNKNOWN, 0, end.rank))
+    return RankVerdict(end, reps, "waiting", (Blame.CONSEQUENCE, 0, end.rank))
 
 
 def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool) -> RankVerdict:
@@ -197,7 +187,7 @@ def judge(end: ProcessEnd, reports: Sequence[pytest.TestReport], timed_out: bool
         return RankVerdict(end, reps, status, (Blame.FINISHED, 0, rank))
     if end.ended_by_ddpkit:
         if timed_out:
-            return _timed_out(end, reps)
+            return at_timeout(end, reps, distributed=True)
         return RankVerdict(end, reps, "ended", (Blame.ENDED, math.inf, rank))
     return RankVerdict(end, reps, "crashed", (Blame.FAILED, end.ended_at, rank))
 
@@ -206,14 +196,13 @@ def root_note(verdicts: Sequence[RankVerdict]) -> str:
     """Why the first verdict is the root cause, when it takes the stacks to tell."""
     root = verdicts[0]
     waiting = [v for v in verdicts if v.status == "waiting"]
+    where = ", ".join(f"rank {v.end.rank} in {collective_of(v.end.stacks)}" for v in waiting)
     if root.status == "outside" and waiting:
-        where = ", ".join(f"rank {v.end.rank} in {collective_of(v.end.stacks)}" for v in waiting)
         return (
             f"\nRank {root.end.rank} was not inside a collective ({_where(root.end.stacks)}) "
             f"while the others waited in one for it ({where})."
         )
     if root.status == "waiting":
-        where = ", ".join(f"rank {v.end.rank} in {collective_of(v.end.stacks)}" for v in waiting)
         return (
             f"\nEvery rank was inside a collective ({where}): they do not call the same "
             f"collectives in the same order."

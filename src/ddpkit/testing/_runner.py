@@ -5,6 +5,7 @@ reports they tell it to."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -52,9 +53,8 @@ def spec_of(item: pytest.Item) -> StandaloneSpec | DistributedSpec | None:
         return None
     marker = item.get_closest_marker(kind)
     assert marker is not None
-    if kind == "distributed":
-        return distributed_spec(marker.args, marker.kwargs)
-    return standalone_spec(marker.args, marker.kwargs)
+    read = distributed_spec if kind == "distributed" else standalone_spec
+    return read(marker.args, marker.kwargs)
 
 
 def suite_timeout(item: pytest.Item) -> float | None:
@@ -81,28 +81,14 @@ def timeout_of(item: pytest.Item, spec: StandaloneSpec | DistributedSpec) -> flo
     return resolve_timeout(spec.timeout, suite_timeout(item))
 
 
-def _deserializer(config: pytest.Config) -> Any:
-    def deserialize(data: Mapping[str, Any]) -> Any:
-        data = dict(data)
-        # JSON turned the tuples of a report into lists; pytest's terminal wants them back.
-        for key in ("location", "longrepr"):
-            if isinstance(data.get(key), list):
-                data[key] = tuple(data[key])
-        data["sections"] = [tuple(s) for s in data.get("sections", [])]
-        return config.hook.pytest_report_from_serializable(config=config, data=data)
-
-    return deserialize
-
-
-def _args(item: pytest.Item) -> list[str]:
-    config = item.config
-    return pytest_args(
-        node=node_argument(item.nodeid, item.path),
-        rootdir=config.rootpath,
-        inifile=config.inipath,
-        forwarded=forwarded_args(config.invocation_params.args),
-        xdist=config.pluginmanager.has_plugin("xdist"),
-    )
+def _deserialize(config: pytest.Config, data: Mapping[str, Any]) -> Any:
+    data = dict(data)
+    # JSON turned the tuples of a report into lists; pytest's terminal wants them back.
+    for key in ("location", "longrepr"):
+        if isinstance(data.get(key), list):
+            data[key] = tuple(data[key])
+    data["sections"] = [tuple(s) for s in data.get("sections", [])]
+    return config.hook.pytest_report_from_serializable(config=config, data=data)
 
 
 EnvOf = Callable[[dict[str, str]], dict[str, str]]
@@ -116,8 +102,15 @@ class _Launch:
         self.item = item
         self.directory = directory
         self.zygote = zygote
-        self.args = _args(item)
-        self.cwd = item.config.invocation_params.dir
+        config = item.config
+        self.args = pytest_args(
+            node=node_argument(item.nodeid, item.path),
+            rootdir=config.rootpath,
+            inifile=config.inipath,
+            forwarded=forwarded_args(config.invocation_params.args),
+            xdist=config.pluginmanager.has_plugin("xdist"),
+        )
+        self.cwd = config.invocation_params.dir
         self.job = Job(directory, idle=zygote.pump if zygote is not None else time.sleep)
 
     def start(self, rank: int, env_of: EnvOf = dict, fds: Mapping[str, int] | None = None) -> None:
@@ -126,17 +119,16 @@ class _Launch:
         fds = dict(fds or {})
         log = self.directory / f"rank{rank}.log"
         if self.zygote is not None:
-            env = env_of(self._env(self.zygote.proc.pid, log))
             request = ForkRequest(
                 args=tuple(self.args),
-                env=env,
+                env=env_of(self._env(self.zygote.proc.pid, log)),
                 cwd=str(self.cwd),
                 log=str(log),
                 fd_env={name: i for i, name in enumerate(fds)},
                 nodeid=self.item.nodeid,
             )
             try:
-                self.job.adopt(rank, self.zygote.fork(request, list(fds.values())), log)
+                self.job.context.adopt(rank, self.zygote.fork(request, list(fds.values())), log)
                 return
             except ZygoteError:
                 self.zygote = None  # the session's warm start notices at the next test
@@ -154,52 +146,45 @@ class _Launch:
 def _standalone(item: pytest.Item, spec: StandaloneSpec, launch: _Launch) -> list[Any]:
     launch.start(0)
     end = launch.job.wait(timeout_of(item, spec))
-    return standalone_reports(item, end, _deserializer(item.config))
+    return standalone_reports(item, end, functools.partial(_deserialize, item.config))
 
 
 def _distributed(item: pytest.Item, spec: DistributedSpec, launch: _Launch) -> list[Any]:
     # Bound here on port 0, handed to rank 0's store: no fixed port, no race for it.
     sock = bind_free_port("127.0.0.1")
     port = sock.getsockname()[1]
-
-    def env_of(rank: int) -> EnvOf:
-        def add(env: dict[str, str]) -> dict[str, str]:
-            return rank_environment(
-                env,
+    try:
+        for rank in range(spec.world_size):
+            store_fd = sock.fileno() if rank == 0 else None
+            env_of = functools.partial(
+                rank_environment,
                 rank=rank,
                 world_size=spec.world_size,
                 port=port,
-                store_fd=sock.fileno() if rank == 0 else None,
+                store_fd=store_fd,
                 cpu_count=os.cpu_count() or 1,
             )
-
-        return add
-
-    try:
-        for rank in range(spec.world_size):
-            fds = {ENV_STORE_FD: sock.fileno()} if rank == 0 else {}
-            launch.start(rank, env_of(rank), fds)
+            launch.start(rank, env_of, {} if store_fd is None else {ENV_STORE_FD: store_fd})
     except BaseException:
         launch.job.kill()  # end what started
         raise
     finally:
         sock.close()
     end = launch.job.wait(timeout_of(item, spec))
-    return distributed_reports(item, spec, end, _deserializer(item.config))
+    return distributed_reports(item, spec, end, functools.partial(_deserialize, item.config))
 
 
-def fresh_by_option(config: pytest.Config) -> bool:
-    """``--ddpkit-fresh-interpreter`` or ``ddpkit_fresh_interpreter = true``."""
-    option = config.getoption("ddpkit_fresh_interpreter", None)
-    if option is not None:
-        return bool(option)
-    return bool(config.getini("ddpkit_fresh_interpreter"))
+def option(config: pytest.Config, name: str) -> bool:
+    """The plugin's flag ``name`` where the command line gives it (``ddpkit_fresh_interpreter``:
+    ``--ddpkit-fresh-interpreter``), else its ini value (``ddpkit_fresh_interpreter = true``)."""
+    value = config.getoption(name, None)
+    return bool(value) if value is not None else bool(config.getini(name))
 
 
 def _zygote_of(
     item: pytest.Item, spec: StandaloneSpec | DistributedSpec, warm: WarmStart | None
 ) -> Zygote | None:
-    if warm is None or spec.fresh_interpreter or fresh_by_option(item.config):
+    if warm is None or spec.fresh_interpreter or option(item.config, "ddpkit_fresh_interpreter"):
         return None
     return warm.zygote_for(os.environ)
 
@@ -229,13 +214,6 @@ def _reports(item: pytest.Item, warm: WarmStart | None) -> list[Any]:
         sweep_stale_dirs()
 
 
-def _teardown_collectors(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    # What pytest's runner does after every item: tear down the modules, classes and their
-    # fixtures the next item does not share (set up by the items before this one). The parent
-    # set up nothing for this item itself.
-    item.session._setupstate.teardown_exact(nextitem)
-
-
 def run(item: pytest.Item, nextitem: pytest.Item | None, warm: WarmStart | None) -> None:
     """The runtest protocol of an isolated item, in the parent (``warm``: the session's warm
     start; None: fresh interpreters)."""
@@ -247,7 +225,12 @@ def run(item: pytest.Item, nextitem: pytest.Item | None, warm: WarmStart | None)
         # pytest-timeout's own timeout fired while the parent waited (the tree is ended by
         # then): the test fails with its message, the session goes on.
         reports = failed_reports(item, "call", str(err))
-    call = pytest.CallInfo.from_call(lambda: _teardown_collectors(item, nextitem), when="teardown")
+    # What pytest's runner does after every item: tear down the modules, classes and their
+    # fixtures the next item does not share (set up by the items before this one). The parent
+    # set up nothing for this item itself.
+    call = pytest.CallInfo.from_call(
+        lambda: item.session._setupstate.teardown_exact(nextitem), when="teardown"
+    )
     if call.excinfo is not None:
         teardown = pytest.TestReport.from_item_and_call(item, call)
         reports = [r for r in reports if r.when != "teardown"] + [teardown]

@@ -51,29 +51,22 @@ def forwarded_args(args: Sequence[str]) -> list[str]:
     isolated tests' interpreters need, normalized to ``[option, value]`` pairs and flags.
     Test selection (paths, ``-k``, ``-m``), output and xdist options are left out."""
     out: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
+    rest = iter(args)
+    for arg in rest:
         if arg in _FLAGS:
             out.append(arg)
             continue
-        name, sep, value = arg.partition("=")
-        if name in _WITH_VALUE and name.startswith("--"):
-            if not sep:
-                if i >= len(args):
-                    break
-                value = args[i]
-                i += 1
-            out += [_WITH_VALUE[name], value]
-        elif arg[:2] in _WITH_VALUE and not arg.startswith("--"):
-            value = arg[2:].removeprefix("=")
-            if not value:
-                if i >= len(args):
-                    break
-                value = args[i]
-                i += 1
-            out += [_WITH_VALUE[arg[:2]], value]
+        # --name=value or --name value; -Xvalue, -X=value or -X value
+        if arg.startswith("--"):
+            name, sep, inline = arg.partition("=")
+            value = inline if sep else None
+        else:
+            name, value = arg[:2], arg[2:].removeprefix("=") or None
+        if name not in _WITH_VALUE:
+            continue
+        if value is None and (value := next(rest, None)) is None:
+            break
+        out += [_WITH_VALUE[name], value]
     return out
 
 

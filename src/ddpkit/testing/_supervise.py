@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpkit._runtime.process.context import ChildFailed, ProcessContext, TimedOut
-from ddpkit._runtime.process.proc import Proc, Rank, start_popen
+from ddpkit._runtime.process.proc import Rank, start_popen
 from ddpkit.errors import RankFailure
 from ddpkit.testing._worker import DUMP_SIGNAL, ProcessRecord, read_records
 from ddpkit.utilities import _procs as procs
@@ -40,14 +40,19 @@ TAIL_LINES = 100
 
 def tail(path: Path, lines: int = TAIL_LINES, end: int | None = None) -> str:
     """The last ``lines`` lines of a log, up to byte ``end`` ('' when it is missing)."""
+    end = _size(path) if end is None else end
+    start = max(0, end - 64 * 1024)
+    return "\n".join(_read(path, start, end - start).splitlines()[-lines:])
+
+
+def _read(path: Path, start: int, size: int) -> str:
+    """At most ``size`` bytes of ``path`` from byte ``start`` ('' when it is missing)."""
     try:
         with open(path, "rb") as fh:
-            size = fh.seek(0, 2) if end is None else end
-            fh.seek(max(0, size - 64 * 1024))
-            data = fh.read(size - fh.tell())
+            fh.seek(start)
+            return fh.read(size).decode(errors="replace")
     except OSError:
         return ""
-    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
 
 
 def _size(path: Path) -> int:
@@ -72,16 +77,6 @@ def condensed_stacks(text: str, frames: int = 8) -> str:
                 block.append("  ...")
     blocks.sort(key=lambda b: not b[0].startswith("Current thread"))
     return "\n".join(line for block in blocks for line in block)
-
-
-def _stacks(path: Path, start: int) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            data = fh.read(256 * 1024)
-    except OSError:
-        return ""
-    return condensed_stacks(data.decode(errors="replace"))
 
 
 @dataclass(frozen=True)
@@ -167,10 +162,6 @@ class Job:
             new_session=True,
             death_signal=signal.SIGKILL,
         )
-        self.adopt(rank, proc, log)
-
-    def adopt(self, rank: int, proc: Proc, log: Path) -> None:
-        """Watch a process started elsewhere (forked by the zygote) as one of this test's."""
         self.context.adopt(rank, proc, log)
 
     @property
@@ -224,23 +215,19 @@ class Job:
     def _dump_stacks(self) -> None:
         running = procs.tree(self.pids)
         records = read_records(self.directory)
+        # Where each process writes: the log the parent opened for it, else the one it named.
+        logs = {s.pid: s.log for s in self.context.ranks if s.log is not None}
         for pid in sorted(running & set(records)):
-            self._dumped_at[pid] = _size(self._log_of(pid, records[pid]))
+            self._dumped_at[pid] = _size(logs.get(pid, records[pid].log))
             procs.send_signal(pid, DUMP_SIGNAL)
         time.sleep(DUMP_SECONDS)
-
-    def _log_of(self, pid: int, record: ProcessRecord) -> Path:
-        for s in self.context.ranks:
-            if s.pid == pid and s.log is not None:
-                return s.log
-        return record.log
 
     def _output(self, pid: int, log: Path) -> tuple[str, str]:
         """(last lines of output, condensed stacks) of ``pid``."""
         if pid not in self._dumped_at:
             return tail(log), ""
         offset = self._dumped_at[pid]
-        return tail(log, end=offset), _stacks(log, offset)
+        return tail(log, end=offset), condensed_stacks(_read(log, offset, 256 * 1024))
 
     def _end_leftovers(self) -> None:
         """Processes of the tree still running once every interpreter ended: the test left
@@ -290,7 +277,7 @@ class Job:
             assert s.log is not None  # every process of the test has its log
             record = records.pop(s.pid, None)
             ends.append(self._process_end(s.rank, s.pid, s.log, started=s, record=record))
-        for pid, record in sorted(records.items(), key=lambda kv: (kv[1].rank, kv[0])):
-            end = self._process_end(record.rank, pid, record.log, started=None, record=record)
-            ends.append(end)
+        # Then those the test started, which only their records name.
+        for r in sorted(records.values(), key=lambda r: (r.rank, r.pid)):
+            ends.append(self._process_end(r.rank, r.pid, r.log, started=None, record=r))
         return tuple(ends)

@@ -35,18 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from ddpkit._runtime.launch._pytest_session import remember_isolated_test
-from ddpkit._runtime.ranks._names import (
-    ENV_ISOLATED_TEST,
-    ENV_TESTING_DIR,
-    ENV_TESTING_LOG,
-    ENV_TESTING_PARENT,
-)
+from ddpkit._runtime.ranks._names import ENV_ISOLATED_TEST as ENV_CHILD
+from ddpkit._runtime.ranks._names import ENV_TESTING_DIR as ENV_DIR
+from ddpkit._runtime.ranks._names import ENV_TESTING_LOG as ENV_LOG
+from ddpkit._runtime.ranks._names import ENV_TESTING_PARENT as ENV_PARENT
 from ddpkit._runtime.ranks._scratch import write_private
-
-ENV_CHILD = ENV_ISOLATED_TEST
-ENV_DIR = ENV_TESTING_DIR
-ENV_PARENT = ENV_TESTING_PARENT
-ENV_LOG = ENV_TESTING_LOG
 
 #: On a timeout the parent sends this to every process of the test before killing it: each
 #: one dumps the Python stack of every thread into its output, which the report shows.
@@ -57,30 +50,25 @@ def child_environment(
     base: Mapping[str, str], *, directory: Path, parent_pid: int, log: Path
 ) -> dict[str, str]:
     """``base`` plus what a process of an isolated test needs."""
-    env = dict(base)
+    env = {
+        **base,
+        ENV_CHILD: "1",
+        ENV_DIR: str(directory),
+        ENV_PARENT: str(parent_pid),
+        ENV_LOG: str(log),
+        # Output reaches the log as it is written: the last lines of a hung rank are there.
+        "PYTHONUNBUFFERED": "1",
+        # Each process's tmp_path under the private directory (removed after the test),
+        # and no process wipes another's (--basetemp would be wiped by every rank).
+        "PYTEST_DEBUG_TEMPROOT": str(directory / "tmp"),
+    }
     env.pop("PYTEST_CURRENT_TEST", None)
-    env.update(
-        {
-            ENV_CHILD: "1",
-            ENV_DIR: str(directory),
-            ENV_PARENT: str(parent_pid),
-            ENV_LOG: str(log),
-            # Output reaches the log as it is written: the last lines of a hung rank are there.
-            "PYTHONUNBUFFERED": "1",
-            # Each process's tmp_path under the private directory (removed after the test),
-            # and no process wipes another's (--basetemp would be wiped by every rank).
-            "PYTEST_DEBUG_TEMPROOT": str(directory / "tmp"),
-        }
-    )
     return env
 
 
 def _rank_from(env: Mapping[str, str]) -> int:
-    for name in ("RANK", "LOCAL_RANK"):
-        value = env.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    ranks = (env.get(name, "") for name in ("RANK", "LOCAL_RANK"))
+    return next((int(value) for value in ranks if value.isdigit()), 0)
 
 
 @dataclass(frozen=True)
@@ -115,7 +103,12 @@ class IsolatedProcess:
         rank the test started inherited its parent's), arm the stack dump, and register."""
         remember_isolated_test()  # a test may clear os.environ around a DDPPlugin fit
         if not self.direct:
-            _redirect_output(self.log)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
         faulthandler.register(DUMP_SIGNAL, all_threads=True)
         self.register()
 
@@ -137,15 +130,6 @@ class IsolatedProcess:
     def mark_arrived(self) -> None:
         """Distributed: this rank reached init_process_group."""
         write_private(self.directory / f"arrived-{os.getpid()}", str(self.rank).encode())
-
-
-def _redirect_output(path: Path) -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
 
 
 @dataclass(frozen=True)

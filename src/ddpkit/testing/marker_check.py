@@ -39,11 +39,7 @@ def _loaded(config: pytest.Config) -> bool:
 
 def _declared(config: pytest.Config) -> set[str]:
     """The markers the session declares (ini lines, plugins' ``addinivalue_line``)."""
-    names = set()
-    for line in config.getini("markers"):
-        name = str(line).split(":")[0].split("(")[0].strip()
-        names.add(name)
-    return names
+    return {str(line).split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
 
 
 def _uses_ddpkit(item: pytest.Item) -> bool:

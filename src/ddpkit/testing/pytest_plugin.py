@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -48,34 +49,20 @@ _DIST = pytest.StashKey[DistInfo]()
 _WARM = pytest.StashKey[_warm_start.WarmStart | None]()
 
 
+_OPTIONS = {
+    "strict-leaks": "fail a test that leaves a torch.distributed process group initialized "
+    "(default: destroy it and list the test in the summary)",
+    "fresh-interpreter": "start every standalone test and distributed rank as a fresh "
+    "interpreter (default: a fork of a zygote that preloaded torch once for the session)",
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ddpkit")
-    group.addoption(
-        "--ddpkit-strict-leaks",
-        action="store_true",
-        default=None,
-        help="fail a test that leaves a torch.distributed process group initialized "
-        "(default: destroy it and list the test in the summary)",
-    )
-    parser.addini(
-        "ddpkit_strict_leaks",
-        type="bool",
-        default=False,
-        help="like --ddpkit-strict-leaks",
-    )
-    group.addoption(
-        "--ddpkit-fresh-interpreter",
-        action="store_true",
-        default=None,
-        help="start every standalone test and distributed rank as a fresh interpreter "
-        "(default: a fork of a zygote that preloaded torch once for the session)",
-    )
-    parser.addini(
-        "ddpkit_fresh_interpreter",
-        type="bool",
-        default=False,
-        help="like --ddpkit-fresh-interpreter",
-    )
+    for name, help in _OPTIONS.items():  # each a flag, and an ini value that says the same
+        group.addoption(f"--ddpkit-{name}", action="store_true", default=None, help=help)
+        ini = "ddpkit_" + name.replace("-", "_")
+        parser.addini(ini, type="bool", default=False, help=f"like --ddpkit-{name}")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -109,14 +96,14 @@ def _as_test_process(config: pytest.Config, item: pytest.Item) -> None:
     if child is None:
         raise RuntimeError("a test's process was forked without its ddpkit environment")
     _become_child(config, child)
-    _drop_idle_hypothesis(config, [item])
-    _child_timeouts(config, [item])
+    _child_items(config, [item])
 
 
 def _warm(config: pytest.Config) -> _warm_start.WarmStart | None:
     """The session's warm start, where it may start a zygote."""
     warm = config.stash.get(_WARM, None)
-    if warm is None or config.option.collectonly or runner.fresh_by_option(config):
+    fresh = runner.option(config, "ddpkit_fresh_interpreter")
+    if warm is None or config.option.collectonly or fresh:
         return None
     return warm
 
@@ -158,19 +145,16 @@ def _is_child(config: pytest.Config) -> bool:
     return config.stash.get(_CHILD, None) is not None
 
 
-def _drop_idle_hypothesis(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In a test's own process, hypothesis's plugin imports all of hypothesis at the end of the
-    session (its terminal summary), about a second per rank per test — in a session whose
-    output nobody reads. Unless the test is a hypothesis test, its process goes without it."""
+def _child_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test's own process and its items. Hypothesis's plugin imports all of hypothesis at the
+    end of the session (its terminal summary), about a second per rank per test — in a session
+    whose output nobody reads. Unless the test is a hypothesis test, its process goes without
+    it."""
     plugin = config.pluginmanager.get_plugin("hypothesispytest")
-    if plugin is None:
-        return
-    if any(getattr(getattr(item, "obj", None), "is_hypothesis_test", False) for item in items):
-        return
-    config.pluginmanager.unregister(plugin)
-
-
-def _child_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if plugin is not None and not any(
+        getattr(getattr(item, "obj", None), "is_hypothesis_test", False) for item in items
+    ):
+        config.pluginmanager.unregister(plugin)
     # The parent ends the process tree at the timeout and shows every rank's stacks;
     # pytest-timeout firing first inside one rank would show one.
     if config.pluginmanager.has_plugin("timeout"):
@@ -180,20 +164,16 @@ def _child_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _is_child(config):
-        _drop_idle_hypothesis(config, items)
-        _child_timeouts(config, items)
+        _child_items(config, items)
         return
     if not config.pluginmanager.has_plugin("timeout"):
         return
     for item in items:
-        if runner.isolation_of(item) is None:
-            continue
         try:
-            spec = runner.spec_of(item)
+            spec = runner.spec_of(item)  # None: the test is not isolated
         except ValueError:
             continue  # reported when the test runs
-        assert spec is not None
-        timeout = runner.timeout_of(item, spec)
+        timeout = None if spec is None else runner.timeout_of(item, spec)
         if timeout is not None:
             item.add_marker(
                 pytest.mark.timeout(timeout + runner.PARENT_TIMEOUT_SLACK_SECONDS), append=False
@@ -217,12 +197,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return (yield)
 
 
+@dataclass(eq=False)  # a plugin: registered by identity
 class _ChildReporter:
     """In an isolated test's interpreter: leave every test report for the parent."""
 
-    def __init__(self, config: pytest.Config, child: IsolatedProcess) -> None:
-        self.config = config
-        self.child = child
+    config: pytest.Config
+    child: IsolatedProcess
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
@@ -240,11 +220,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
-def _strict_leaks(config: pytest.Config) -> bool:
-    option = config.getoption("ddpkit_strict_leaks", None)
-    return bool(option) if option is not None else bool(config.getini("ddpkit_strict_leaks"))
-
-
 @pytest.fixture(autouse=True)
 def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     """Before each test: note this process's children (and, in a rank of a distributed test,
@@ -253,20 +228,18 @@ def _ddpkit_isolation(request: pytest.FixtureRequest) -> Iterator[None]:
     config = request.config
     child = config.stash.get(_CHILD, None)
     snapshot = leaks.ChildSnapshot()
-    owns_group = False
     if child is not None and runner.isolation_of(item) == "distributed":
         spec = runner.spec_of(item)
         assert isinstance(spec, DistributedSpec)
         child.mark_arrived()
         item.stash[_DIST] = distributed.init_group(spec)
-        owns_group = True
     yield
     problems = []
-    if owns_group:
-        distributed.destroy_group()
+    if _DIST in item.stash:
+        leaks.destroy_leaked_process_group()  # the test's own group: not a leak
     leaked_group = leaks.destroy_leaked_process_group()
     if leaked_group is not None:
-        if _strict_leaks(config):
+        if runner.option(config, "ddpkit_strict_leaks"):
             problems.append(leaks.leaked_group_message(item.nodeid, leaked_group))
         else:
             config.stash[_LEAKERS].append(item.nodeid)

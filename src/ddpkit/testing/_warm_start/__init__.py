@@ -73,6 +73,7 @@ on its way to :mod:`.fresh_state`, which must hold the pools before anything imp
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -80,8 +81,6 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import pytest
 
     from ddpkit.testing._warm_start.forked import ForkRequest as ForkRequest
@@ -135,19 +134,17 @@ def configure(config: pytest.Config) -> WarmStart:
         fresh_state.release()
     # A pytest-xdist worker talks to its controller from a thread: it cannot fork itself.
     fork_session = not hasattr(config, "workerinput")
-    return warm.WarmStart(config.invocation_params.dir, _say(config), fork_session)
+    say = functools.partial(_say, config)
+    return warm.WarmStart(config.invocation_params.dir, say, fork_session)
 
 
-def _say(config: pytest.Config) -> Callable[[str], None]:
-    def say(line: str) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:  # an xdist worker: its stderr reaches the terminal
-            sys.stderr.write(line + os.linesep)
-            sys.stderr.flush()
-        else:
-            reporter.write_line(line)
-
-    return say
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:  # an xdist worker: its stderr reaches the terminal
+        sys.stderr.write(line + os.linesep)
+        sys.stderr.flush()
+    else:
+        reporter.write_line(line)
 
 
 def after_collection(session: pytest.Session, warm: WarmStart, prepare: Prepare) -> None:
@@ -161,11 +158,8 @@ def after_collection(session: pytest.Session, warm: WarmStart, prepare: Prepare)
     plugins = [p.__name__ for p in session.config.pluginmanager.get_plugins()
                if isinstance(p, types.ModuleType)]  # fmt: skip
     names = preload.candidates(dict(sys.modules), plugins)
-
-    def fork_here() -> Zygote:
-        env = zygote_environment(os.environ)
-        return session_fork.fork_zygote(session, prepare, env)
-
+    env = zygote_environment(os.environ)
+    fork_here = functools.partial(session_fork.fork_zygote, session, prepare, env)
     warm.collected(names, os.environ, fork_here if warm.fork_session else None)
     _collection_over()
 

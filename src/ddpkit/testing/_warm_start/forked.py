@@ -9,7 +9,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
-import json
 import os
 import signal
 import sys
@@ -38,21 +37,11 @@ class ForkRequest:
     nodeid: str = ""
     """The test: what a rank forked from the parent session itself runs."""
 
-    def to_json(self) -> str:
-        data = {"args": self.args, "env": dict(self.env), "cwd": self.cwd, "log": self.log}
-        return json.dumps({**data, "fd_env": dict(self.fd_env), "nodeid": self.nodeid})
-
     @classmethod
-    def from_json(cls, raw: str) -> ForkRequest:
-        data = json.loads(raw)
-        return cls(
-            args=tuple(data["args"]),
-            env=data["env"],
-            cwd=data["cwd"],
-            log=data["log"],
-            fd_env=data["fd_env"],
-            nodeid=data.get("nodeid", ""),
-        )
+    def from_message(cls, data: Mapping[str, Any]) -> ForkRequest:
+        """The request the parent sent as :func:`dataclasses.asdict` made it (JSON turned its
+        tuple into a list)."""
+        return cls(**{**data, "args": tuple(data["args"])})
 
 
 def stdio_to(log: str) -> None:

@@ -57,10 +57,6 @@ class ImportReader:
     compute: Callable[[ModuleType], int]
     """The value the module's import computes from ``os.environ`` as it is now."""
 
-    def holder(self, module: ModuleType) -> Any:
-        """The object whose ``rank`` attribute keeps the value."""
-        return module.rank_zero_only
-
 
 _LIGHTNING_KEYS = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK"})
 
@@ -105,12 +101,8 @@ def is_known_read(reader: str, key: str) -> bool:
     return known is not None and key in known.variables
 
 
-@dataclass(frozen=True)
-class Held:
-    """A known reader imported in this process, whose value is still what its import computed."""
-
-    reader: ImportReader
-    module: ModuleType
+#: A known reader imported in this process, whose value is still what its import computed.
+Held = tuple[ImportReader, ModuleType]
 
 
 def held() -> list[Held]:
@@ -122,8 +114,8 @@ def held() -> list[Held]:
         if module is None:
             continue
         try:
-            if getattr(reader.holder(module), "rank", None) == reader.compute(module):
-                found.append(Held(reader, module))
+            if getattr(module.rank_zero_only, "rank", None) == reader.compute(module):
+                found.append((reader, module))
         except (AttributeError, TypeError, ValueError):
             continue  # another version of the module, or a value that is not a rank: left as is
     return found
@@ -131,8 +123,8 @@ def held() -> list[Held]:
 
 def recompute(readers: Sequence[Held]) -> None:
     """In a test process with its own environment: each value as its own import computes it."""
-    for item in readers:
-        item.reader.holder(item.module).rank = item.reader.compute(item.module)
+    for reader, module in readers:
+        module.rank_zero_only.rank = reader.compute(module)
 
 
 def forget(dropped: Iterable[str]) -> None:
@@ -144,4 +136,4 @@ def forget(dropped: Iterable[str]) -> None:
         reader, module = _BY_MODULE.get(name), sys.modules.get(name)
         if reader is not None and module is not None:
             with contextlib.suppress(AttributeError):
-                del reader.holder(module).rank
+                del module.rank_zero_only.rank

@@ -78,16 +78,17 @@ class PerTestVariable(BaseException):
 
 @dataclass
 class Preloaded:
-    """What :func:`preload` did, as the zygote reports it to the parent."""
+    """What :func:`preload` did, as the zygote reports it to the parent when it is ready."""
 
-    loaded: int = 0
-    """How many modules the zygote holds after preloading."""
     left: dict[str, str] = field(default_factory=dict)
     """Modules left to each test, and why (``reads RANK at import``)."""
     reads: set[str] = field(default_factory=set)
     """The environment variables the preloaded modules read while they were imported."""
     hazard: str | None = None
     """Why a fork of this process is unsafe (None: it is safe)."""
+    whole_env: bool = False
+    """Its modules were imported by the parent pytest (a fork of the session): a test whose
+    environment differs in any variable but the per-test ones needs another zygote."""
 
 
 def _installed_top_levels() -> set[str]:
@@ -101,21 +102,13 @@ def _plugin_distribution_modules() -> set[str]:
     only the plugin's (hypothesis registers ``_hypothesis_pytestplugin`` and ships
     ``hypothesis`` and ``_hypothesis_globals``), since pytest marks all of a plugin
     distribution's modules for assert rewriting at startup and warns about one imported before."""
-    plugin_dists = {
-        dist.metadata["Name"]
-        for dist in importlib.metadata.distributions()
-        if any(ep.group == "pytest11" for ep in dist.entry_points)
-    }
-    names = {
-        top
-        for top, dists in importlib.metadata.packages_distributions().items()
-        if plugin_dists.intersection(dists)
-    }
+    plugin_dists, names = set(), set()
     for dist in importlib.metadata.distributions():
-        for ep in dist.entry_points:
-            if ep.group == "pytest11":
-                names.add(ep.value.split(":")[0].split(".")[0])
-    return names
+        for ep in dist.entry_points.select(group="pytest11"):
+            plugin_dists.add(dist.metadata["Name"])
+            names.add(ep.value.split(":")[0].split(".")[0])
+    tops = importlib.metadata.packages_distributions().items()
+    return names | {top for top, dists in tops if plugin_dists.intersection(dists)}
 
 
 def candidates(
@@ -180,21 +173,11 @@ class ReadEnviron(os._Environ):
     def read(self, key: str) -> None:
         """Called for every read of ``key`` while active."""
 
-    def _seen(self, key: object) -> None:
+    def __getitem__(self, key: str) -> str:
+        # Every read comes here: Mapping's get() and ``in`` (os.getenv too) read through it.
         if self.active and isinstance(key, str):
             self.read(key)
-
-    def __getitem__(self, key: str) -> str:
-        self._seen(key)
         return super().__getitem__(key)  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        self._seen(key)
-        return super().__contains__(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._seen(key)
-        return super().get(key, default)
 
 
 class _GuardedEnviron(ReadEnviron):
@@ -256,5 +239,4 @@ def preload(names: Iterable[str], into: Preloaded | None = None) -> Preloaded:
         guarded.active = False
         os.environ = real  # noqa: B003
     result.reads |= guarded.reads
-    result.loaded = len(sys.modules)
     return result

@@ -94,9 +94,7 @@ class _WatchedEnviron(ReadEnviron):
         self.noted: tuple[str, str] | None = None
 
     def read(self, key: str) -> None:
-        if self.noted is not None:
-            return
-        if not is_per_test(key):
+        if self.noted is not None or not is_per_test(key):
             return
         reader = import_readers.reader_of()
         if reader.partition(".")[0] in _OWN_READERS or import_readers.is_known_read(reader, key):

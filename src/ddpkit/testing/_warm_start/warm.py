@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from ddpkit.testing._warm_start import fresh_state
-from ddpkit.testing._warm_start.preload import is_per_test
-from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError, ZygoteInfo
+from ddpkit.testing._warm_start.preload import Preloaded, is_per_test
+from ddpkit.testing._warm_start.zygote import Zygote, ZygoteError
 
 #: What the zygote preloads while the collection runs.
 EARLY = ("torch", "torch.distributed", "pytest")
@@ -37,13 +37,12 @@ MAX_STARTS = 6
 def zygote_environment(base: Mapping[str, str]) -> dict[str, str]:
     """What the zygote preloads with: ``base`` and the variables every test process has the same
     value of (so a module that reads them at import sees what a fresh interpreter would)."""
-    env = dict(base)
+    env = {**base, "PYTHONUNBUFFERED": "1"}
     env.pop("PYTEST_CURRENT_TEST", None)
-    env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-def _differs(info: ZygoteInfo, a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+def _differs(info: Preloaded, a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
     """The variables a test's environment ``b`` may not differ in from the zygote's ``a``."""
     keys: Collection[str] = info.reads
     if info.whole_env:
@@ -63,7 +62,6 @@ class WarmStart:
         self._zygote: Zygote | None = None
         self._starts = 0
         self._off: str | None = None
-        self.last_reason: str | None = None
 
     def early(self, env: Mapping[str, str]) -> None:
         """Start the zygote with :data:`EARLY` now, if it has not been started (and the session
@@ -127,14 +125,10 @@ class WarmStart:
             if info.hazard is not None:
                 self._leave_out(info.hazard, env)
                 continue
-            changed = _differs(info, zygote.env, zygote_environment(env))
-            if changed:
-                self._start(env)  # a preloaded module read a variable this test changes
-                continue
-            if not zygote.alive:
-                self._start(env)
-                continue
-            return zygote
+            if not _differs(info, zygote.env, zygote_environment(env)) and zygote.alive:
+                return zygote
+            # a preloaded module read a variable this test changes, or the zygote died
+            self._start(env)
         return None
 
     def _leave_out(self, hazard: str, env: Mapping[str, str]) -> None:
@@ -147,11 +141,6 @@ class WarmStart:
             f"fork is not safe then{fresh_state.hint(hazard)}."
         )
         self._start(env)
-
-    @property
-    def off(self) -> str | None:
-        """Why the warm start is off for the rest of the session (None: it is on)."""
-        return self._off
 
     def close(self) -> None:
         if self._zygote is not None:

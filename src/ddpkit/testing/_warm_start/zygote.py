@@ -25,8 +25,9 @@ state and the crash of one never reaches it.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
-import os
 import select
 import shutil
 import signal
@@ -35,17 +36,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ddpkit._runtime.process.proc import Proc
-from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit._runtime.process.proc import ForkedChild, start_popen
 from ddpkit._runtime.ranks._names import ENV_ZYGOTE_FD, ENV_ZYGOTE_PRELOAD
 from ddpkit._runtime.ranks._scratch import make_private_dir
 from ddpkit.testing._supervise import tail
 from ddpkit.testing._warm_start.forked import ForkRequest
+from ddpkit.testing._warm_start.preload import Preloaded
 from ddpkit.testing._warm_start.zygote_server import MAX_MESSAGE
 
 #: The zygote's command line is ``python -c BOOT``: the leak checks know it by this. It holds
@@ -56,70 +56,28 @@ BOOT = (
 )
 
 
-def _dies_with_this_process() -> Callable[[], None]:
-    """SIGKILL when this pytest dies (it leads a session of its own: no group to make)."""
-    return preexec_for_rank(os.getpid(), own_group=False, death_signal=signal.SIGKILL)
-
-
 class ZygoteError(Exception):
     """The zygote could not start, or died."""
 
 
-@dataclass(frozen=True)
-class ZygoteInfo:
-    """What the zygote said when it was ready."""
-
-    pid: int
-    loaded: int
-    """How many modules it holds."""
-    left: Mapping[str, str]
-    """Modules it left to each test, and why."""
-    reads: frozenset[str]
-    """The variables its preloads read: a test whose environment differs in one of them needs
-    another zygote."""
-    hazard: str | None
-    """Why a fork from it is unsafe; None when it is safe."""
-    seconds: float
-    whole_env: bool = False
-    """Its modules were imported by the parent pytest (a fork of the session): a test whose
-    environment differs in any variable but the per-test ones needs another zygote."""
+#: The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``), or a
+#: fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`).
+ZygoteProcess = subprocess.Popen[bytes] | ForkedChild
 
 
-class ZygoteProcess(Proc, Protocol):
-    """The zygote process, seen from the parent: a ``subprocess.Popen`` (``python -c BOOT``),
-    or a fork of the parent itself (:mod:`~ddpkit.testing._warm_start.session_fork`)."""
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def kill(self) -> None: ...
-
-
-class ForkedProcess:
-    """A test process the zygote forked, seen from the parent (``Popen``'s interface)."""
+class ForkedProcess(ForkedChild):
+    """A test process the zygote forked, seen from the parent (``Popen``'s interface): the
+    zygote reaps it and tells its exit status."""
 
     def __init__(self, zygote: Zygote, pid: int) -> None:
+        super().__init__(pid)
         self._zygote = zygote
-        self.pid = pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._zygote.exit_code(self.pid)
 
     def poll(self) -> int | None:
         if self.returncode is None:
             self._zygote.pump(0)
+            self.returncode = self._zygote.exit_code(self.pid)
         return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            code = self.returncode
-            if code is not None:
-                return code
-            left = 0.5 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
-            self._zygote.pump(min(left, 0.5))
 
 
 class Zygote:
@@ -137,11 +95,10 @@ class Zygote:
         self.directory = directory
         self.env = env
         """The environment it was started with: what its preloads saw."""
-        self.info: ZygoteInfo | None = None
+        self.info: Preloaded | None = None
         self._started: dict[int, int] = {}
         self._exits: dict[int, int] = {}
-        self._forked: set[int] = set()
-        self._next_id = 0
+        self._ids = itertools.count()
         self._closed = False
         self._loads_asked = 1  # the list it was started with
         self._loads_done = 0
@@ -158,21 +115,19 @@ class Zygote:
             child_env = dict(env)
             child_env[ENV_ZYGOTE_FD] = str(theirs.fileno())
             child_env[ENV_ZYGOTE_PRELOAD] = str(directory / "preload.json")
-            # The death signal follows the thread that started the process: from any thread
-            # but the main one it would end the zygote with that thread.
+            # SIGKILL when this pytest dies. The death signal follows the thread that started
+            # the process: from any thread but the main one it would end the zygote with that
+            # thread, so there it gets none (0).
             on_main = threading.current_thread() is threading.main_thread()
-            with open(directory / "zygote.log", "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", BOOT],
-                    env=child_env,
-                    cwd=cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(theirs.fileno(),),
-                    start_new_session=True,
-                    preexec_fn=_dies_with_this_process() if on_main else None,
-                )
+            proc = start_popen(
+                [sys.executable, "-c", BOOT],
+                child_env,
+                log=directory / "zygote.log",
+                cwd=cwd,
+                pass_fds=(theirs.fileno(),),
+                new_session=True,
+                death_signal=signal.SIGKILL if on_main else 0,
+            )
         except BaseException:
             ours.close()
             shutil.rmtree(directory, ignore_errors=True)
@@ -186,28 +141,18 @@ class Zygote:
     def _dispatch(self, message: Mapping[str, Any]) -> None:
         if "ready" in message:
             self._loads_done += 1
-            self.info = ZygoteInfo(
-                pid=self.proc.pid,
-                loaded=int(message["loaded"]),
-                left=dict(message["left"]),
-                reads=frozenset(message["reads"]),
-                hazard=message["hazard"],
-                seconds=float(message["seconds"]),
-                whole_env=bool(message.get("whole_env", False)),
-            )
+            ready = message["ready"]
+            self.info = Preloaded(**{**ready, "reads": set(ready["reads"])})
         elif "started" in message:
-            pid = int(message["pid"])
-            self._started[int(message["started"])] = pid
-            self._forked.add(pid)
+            self._started[int(message["started"])] = int(message["pid"])
         elif "exit" in message:
             self._exits[int(message["exit"])] = int(message["code"])
 
     def _lost(self) -> None:
         """The zygote is gone: every process it forked died with it (SIGKILL)."""
-        if not self._closed:
-            self._closed = True
-            self.sock.close()
-        for pid in self._forked:
+        self._closed = True
+        self.sock.close()  # a second close does nothing
+        for pid in self._started.values():
             self._exits.setdefault(pid, -signal.SIGKILL)
 
     def pump(self, timeout: float) -> None:
@@ -247,7 +192,7 @@ class Zygote:
             return
         self._loads_asked += 1
 
-    def ready(self, timeout: float) -> ZygoteInfo:
+    def ready(self, timeout: float) -> Preloaded:
         """Wait until the zygote has preloaded; :class:`ZygoteError` if it cannot."""
         deadline = time.monotonic() + timeout
         while self.info is None or self._loads_done < self._loads_asked:
@@ -269,9 +214,8 @@ class Zygote:
         """Fork a test process; returns once the zygote says it started."""
         if not self.alive:
             raise ZygoteError(self._death())
-        ident = self._next_id
-        self._next_id += 1
-        payload = json.dumps({"fork": ident, "request": request.to_json()}).encode()
+        ident = next(self._ids)
+        payload = json.dumps({"fork": ident, "request": dataclasses.asdict(request)}).encode()
         try:
             socket.send_fds(self.sock, [payload], list(fds))
         except OSError as err:
@@ -286,9 +230,8 @@ class Zygote:
     def close(self) -> None:
         """End the zygote (it SIGKILLs whatever it forked that still runs) and remove its
         files."""
-        if not self._closed:
-            self._closed = True
-            self.sock.close()
+        self._closed = True
+        self.sock.close()  # a second close does nothing
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

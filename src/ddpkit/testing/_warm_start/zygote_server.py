@@ -11,14 +11,13 @@ speak the protocol of :mod:`~ddpkit.testing._warm_start.zygote` through :class:`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import os
 import select
 import signal
 import socket
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -37,7 +36,6 @@ class Server:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.result = Preloaded()
-        self.started = time.monotonic()
         self.children: set[int] = set()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -64,18 +62,8 @@ class Server:
         gc.collect()
         gc.freeze()
         result = self.result
-        self.result.loaded = len(sys.modules)
-        self.send(
-            {
-                "ready": True,
-                "loaded": result.loaded,
-                "left": result.left,
-                "reads": sorted(result.reads),
-                "hazard": result.hazard,
-                "whole_env": whole_env,
-                "seconds": time.monotonic() - self.started,
-            }
-        )
+        result.whole_env = whole_env
+        self.send({"ready": {**dataclasses.asdict(result), "reads": sorted(result.reads)}})
         if result.hazard is not None:
             self.shutdown()  # the parent will not fork from here
 
@@ -99,7 +87,7 @@ class Server:
             if "preload" in message:
                 self.load(message["preload"])
                 continue
-            request = ForkRequest.from_json(message["request"])
+            request = ForkRequest.from_message(message["request"])
             zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
