@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 
 class Timer(Callback):
-    """Stop once ``duration`` has passed since training started, checked after every step
-    (``interval="step"``) or every epoch; ``verbose`` logs when it stops the run. ``duration``
-    is Lightning's: ``"DD:HH:MM:SS"``, a ``timedelta`` or a dict (``{"hours": 12}``). Ranks
+    """Stop once ``duration`` has passed since training started, checked at ``on_fit_start``
+    and after every step (``interval="step"``) or every epoch; ``verbose`` logs when it stops
+    the run. ``duration`` is Lightning's: ``"DD:HH:MM:SS"``, a ``timedelta`` or a dict
+    (``{"hours": 12}``); zero (or less) stops the fit before its first step. Ranks
     agree through one all-reduce of a flag per check (rank clocks differ), so all stop at the
     same step. It times training only (Lightning's ``stage="train"``)."""
 
@@ -33,9 +34,10 @@ class Timer(Callback):
         verbose: bool = True,
     ) -> None:
         if interval not in ("epoch", "step"):
+            # "Unsupported parameter value": Lightning's words, which code matching them finds
             raise MisconfigurationError(
-                f"Timer(interval={safe_repr(interval)}): choose 'epoch' or 'step'. Fix: "
-                f"interval='step'."
+                f"Timer(interval={safe_repr(interval)}): Unsupported parameter value; choose "
+                f"'epoch' or 'step'. Fix: interval='step'."
             )
         found = parse_duration("Timer", "duration", duration)
         self._duration = found.total_seconds() if found is not None else None
@@ -60,6 +62,11 @@ class Timer(Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._offset = float(state_dict.get("time_elapsed", {}).get("train", 0.0))
+
+    def on_fit_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
+        # Lightning 2.x's: checked once the checkpoint's state is restored (its offset), before
+        # any step, so a zero or used-up duration trains nothing (min_epochs / min_steps aside)
+        self._check(trainer)
 
     def on_train_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         self._start = time.monotonic()

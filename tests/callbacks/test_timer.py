@@ -1,0 +1,88 @@
+"""``Timer`` and ``Trainer(max_time=...)`` as Lightning 2.x's (its ``callbacks/timer.py`` and
+``_configure_timer_callback``): zero and negative durations, checked at ``on_fit_start``.
+tests/callbacks/test_same_as_lightning.py runs such fits through Lightning itself."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from callback_models import BATCHES, Scripted, data, options
+
+from ddpkit import Trainer
+from ddpkit.callbacks import ModelCheckpoint, Timer
+
+STOPPED = "Time limit reached. Elapsed time is 0:00:00. Signaling Trainer to stop."
+
+# Lightning 2.x takes each (its Timer parses none of them as an error): the time is already up.
+ZERO_OR_LESS = [
+    (timedelta(0), timedelta(0)),
+    ("00:00:00:00", timedelta(0)),
+    ({"seconds": 0}, timedelta(0)),
+    ({"hours": 0, "minutes": 0}, timedelta(0)),
+    (timedelta(seconds=-5), timedelta(seconds=-5)),
+    ({"hours": -1}, timedelta(hours=-1)),
+]
+
+
+@pytest.mark.parametrize(("duration", "parsed"), ZERO_OR_LESS)
+def test_a_zero_or_negative_duration_is_taken(duration: Any, parsed: timedelta) -> None:
+    assert Timer(duration=duration).time_remaining() == parsed.total_seconds()
+    trainer = Trainer(max_time=duration, logger=False)
+    assert trainer.max_time == parsed
+    [timer] = [cb for cb in trainer.callbacks if isinstance(cb, Timer)]
+    assert timer.time_remaining() == parsed.total_seconds()
+
+
+@pytest.mark.parametrize("interval", ["step", "epoch"])
+def test_a_zero_duration_trains_no_step(
+    tmp_path: Path, interval: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    timer = Timer(duration=timedelta(0), interval=interval)
+    trainer = Trainer(default_root_dir=tmp_path, callbacks=[timer], **options(max_epochs=3))
+    with caplog.at_level(logging.INFO):
+        trainer.fit(Scripted(), data())
+    # Lightning 2.x's Timer checks at on_fit_start (1.4's first checked after a step)
+    assert (trainer.global_step, trainer.current_epoch) == (0, 0)
+    assert STOPPED in caplog.text
+
+
+@pytest.mark.parametrize("max_time", ["00:00:00:00", {"minutes": -1}])
+def test_max_time_of_zero_or_less_trains_no_step(tmp_path: Path, max_time: Any) -> None:
+    trainer = Trainer(default_root_dir=tmp_path, max_time=max_time, **options())
+    trainer.fit(Scripted(), data())
+    assert (trainer.global_step, trainer.current_epoch) == (0, 0)
+
+
+def test_min_epochs_outlast_a_zero_duration(tmp_path: Path) -> None:
+    timer = Timer(duration=timedelta(0))
+    trainer = Trainer(
+        default_root_dir=tmp_path, callbacks=[timer], **options(min_epochs=2, max_epochs=5)
+    )
+    trainer.fit(Scripted(), data())
+    assert (trainer.global_step, trainer.current_epoch) == (2 * BATCHES, 2)
+
+
+def test_a_fit_resumed_with_its_time_used_up_trains_no_step(tmp_path: Path) -> None:
+    # The time a checkpoint's Timer had spent counts at on_fit_start (Lightning 2.x's check
+    # after the state is restored), so the resumed fit stops before its first step.
+    first = Trainer(
+        default_root_dir=tmp_path,
+        callbacks=[Timer(duration={"hours": 1}), ModelCheckpoint(dirpath=tmp_path)],
+        **options(max_epochs=1),
+    )
+    first.fit(Scripted(), data())
+    path = tmp_path / "used_up.ckpt"
+    first.save_checkpoint(path)
+    checkpoint = torch.load(path, weights_only=False)
+    checkpoint["callbacks"]["Timer"]["time_elapsed"]["train"] = 7200.0  # two hours spent
+    torch.save(checkpoint, path)
+    timer = Timer(duration={"hours": 1})
+    resumed = Trainer(default_root_dir=tmp_path, callbacks=[timer], **options(max_epochs=3))
+    resumed.fit(Scripted(), data(), ckpt_path=path)
+    assert resumed.global_step == first.global_step == BATCHES
+    assert timer.time_elapsed() == 7200.0
