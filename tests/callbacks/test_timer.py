@@ -1,6 +1,7 @@
 """``Timer`` and ``Trainer(max_time=...)`` as Lightning 2.x's (its ``callbacks/timer.py`` and
-``_configure_timer_callback``): zero and negative durations, checked at ``on_fit_start``.
-tests/callbacks/test_same_as_lightning.py runs such fits through Lightning itself."""
+``_configure_timer_callback``): zero and negative durations, checked at ``on_fit_start``; a
+Timer of the user's beside ``max_time``. tests/callbacks/test_same_as_lightning.py runs such fits
+through Lightning itself."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ddpkit import Trainer
 from ddpkit.callbacks import ModelCheckpoint, Timer
 
 STOPPED = "Time limit reached. Elapsed time is 0:00:00. Signaling Trainer to stop."
+IGNORED = "Ignoring `Trainer(max_time=...)`, callbacks list already contains a Timer."
 
 # Lightning 2.x takes each (its Timer parses none of them as an error): the time is already up.
 ZERO_OR_LESS = [
@@ -86,3 +88,25 @@ def test_a_fit_resumed_with_its_time_used_up_trains_no_step(tmp_path: Path) -> N
     resumed.fit(Scripted(), data(), ckpt_path=path)
     assert resumed.global_step == first.global_step == BATCHES
     assert timer.time_elapsed() == 7200.0
+
+
+def test_max_time_beside_a_timer_keeps_the_users(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    own = Timer(duration=timedelta(0), interval="epoch")
+    with caplog.at_level(logging.INFO, logger="ddpkit"):
+        trainer = Trainer(
+            default_root_dir=tmp_path, max_time={"hours": 1}, callbacks=[own], **options()
+        )
+    assert [cb for cb in trainer.callbacks if isinstance(cb, Timer)] == [own]
+    assert caplog.messages.count(IGNORED) == 1  # Lightning's line, when the Trainer is built
+    trainer.fit(Scripted(), data())
+    assert trainer.global_step == 0  # the user's duration counts, not max_time's hour
+
+
+def test_max_time_alone_adds_one_timer_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="ddpkit"):
+        trainer = Trainer(max_time={"seconds": 1337}, logger=False)
+    [timer] = [cb for cb in trainer.callbacks if isinstance(cb, Timer)]
+    assert timer.time_remaining() == 1337
+    assert IGNORED not in caplog.messages
