@@ -1,7 +1,7 @@
 """``Timer`` and ``Trainer(max_time=...)`` as Lightning 2.x's (its ``callbacks/timer.py`` and
 ``_configure_timer_callback``): zero and negative durations, checked at ``on_fit_start``; a
-Timer of the user's beside ``max_time``. tests/callbacks/test_same_as_lightning.py runs such fits
-through Lightning itself."""
+Timer of the user's beside ``max_time``; the stages it times. test_the_same_timer_readings_as_lightning
+and tests/callbacks/test_same_as_lightning.py run such fits through Lightning itself."""
 
 from __future__ import annotations
 
@@ -110,3 +110,97 @@ def test_max_time_alone_adds_one_timer_quietly(caplog: pytest.LogCaptureFixture)
     [timer] = [cb for cb in trainer.callbacks if isinstance(cb, Timer)]
     assert timer.time_remaining() == 1337
     assert IGNORED not in caplog.messages
+
+
+STAGES = ("train", "sanity_check", "validate", "test", "predict")
+
+
+def test_after_fit_the_times_stand_still(tmp_path: Path) -> None:
+    timer = Timer()
+    trainer = Trainer(
+        default_root_dir=tmp_path,
+        callbacks=[timer],
+        **options(max_epochs=1, num_sanity_val_steps=2),
+    )
+    trainer.fit(Scripted(), data(), data())
+    # Lightning's end times at on_train_end / on_validation_end: two reads give one value
+    assert timer.time_elapsed() == timer.time_elapsed("train") > 0
+    assert timer.time_elapsed("validate") == timer.time_elapsed("validate") > 0
+    assert timer.time_elapsed("test") == 0 == timer.time_elapsed("predict")
+    started, ended = timer.start_time("train"), timer.end_time("train")
+    assert started is not None and ended is not None
+    assert timer.time_elapsed() == ended - started
+    assert timer.start_time("test") is None and timer.end_time("test") is None
+    trainer.test(Scripted(), data())
+    assert timer.time_elapsed("test") == timer.time_elapsed("test") > 0
+    assert list(timer.state_dict()["time_elapsed"]) == list(STAGES)  # Lightning's keys
+
+
+def test_a_stage_run_again_counts_from_its_new_start(tmp_path: Path) -> None:
+    # Lightning's keeps the earlier run's end until the new one, so its time runs negative
+    # meanwhile (docs/flags.md, Differences); ddpkit's counts from the new start.
+    timer = Timer()
+    seen: list[float] = []
+
+    class Probe(Scripted):
+        def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
+            seen.append(timer.time_elapsed("validate"))
+            assert timer.end_time("validate") is None  # running
+
+    trainer = Trainer(default_root_dir=tmp_path, callbacks=[timer], **options(max_epochs=1))
+    trainer.validate(Probe(), data(), verbose=False)
+    first = timer.time_elapsed("validate")
+    trainer.validate(Probe(), data(), verbose=False)
+    assert min(seen) >= 0 and timer.time_elapsed("validate") > 0 and first > 0
+
+
+def test_a_stage_is_lightnings_running_stage(tmp_path: Path) -> None:
+    timer = Timer(duration={"seconds": 10})
+    assert [timer.time_elapsed(stage) for stage in STAGES] == [0.0] * 5
+    assert timer.time_remaining("validate") == 10
+
+    class Stage:  # Lightning's RunningStage member: a str enum, read by its value
+        value = "test"
+
+    assert timer.start_time(Stage()) is None
+    with pytest.raises(
+        ValueError, match=r"^Timer\.time_elapsed\(stage='fit'\): not a stage.*Fix: "
+    ):
+        timer.time_elapsed("fit")
+    with pytest.raises(ValueError, match=r"^Timer\.end_time\(stage=None\)"):
+        timer.end_time(None)  # type: ignore[arg-type]
+
+
+def _readings(timer: Any) -> dict[str, Any]:
+    try:
+        timer.time_elapsed("fit")
+        refused = None
+    except ValueError:  # Lightning's RunningStage refusal is a ValueError, ddpkit's too
+        refused = "ValueError"
+    return {
+        "started": [timer.start_time(s) is not None for s in STAGES],
+        "ended": [timer.end_time(s) is not None for s in STAGES],
+        "timed": [timer.time_elapsed(s) > 0 for s in STAGES],
+        "still": timer.time_elapsed() == timer.time_elapsed(),
+        "state": list(timer.state_dict()["time_elapsed"]),
+        "remaining": timer.time_remaining() is not None,
+        "refused": refused,
+    }
+
+
+@pytest.mark.parametrize("calls", [("fit",), ("fit", "test"), ("validate",)])
+def test_the_same_timer_readings_as_lightning(tmp_path: Path, calls: tuple[str, ...]) -> None:
+    pytest.importorskip("pytorch_lightning", reason="no `lightning` extra")
+    from lightning_twin import run
+
+    found = {}
+    for kind in ("lightning", "ddpkit"):
+        timers: list[Any] = []
+
+        def callbacks(lib: Any, timers: list[Any] = timers) -> list[Any]:
+            timers.append(lib.callbacks.Timer(duration={"hours": 1}))
+            return timers
+
+        run(kind, tmp_path, list(calls), callbacks=callbacks, max_steps=5, limit_val_batches=2)
+        found[kind] = _readings(timers[0])
+    assert found["ddpkit"] == found["lightning"]

@@ -43,15 +43,6 @@ NO_LIMIT_2X = (
     "1.4 kept trainer.max_epochs / max_steps None when max_time alone limits the fit; ddpkit follows Lightning 2.x: "
     "-1 for both (docs/training.md, the loop options: max_epochs, max_steps)"
 )
-START_TIME = (
-    "Timer.start_time(): docs/lightning-2x-surface.md, `pytorch_lightning.callbacks.Timer`, `.start_time` — "
-    "refused (timer.time_elapsed())"
-)
-TRACK_STAGES = (
-    "ddpkit defect: after fit, time_elapsed() keeps counting (no end time at on_train_end: two calls differ), and "
-    "time_elapsed('validate') / ('test') are refused though docs/lightning-2x-surface.md lists time_elapsed(stage) "
-    "as the same as Lightning's: src/ddpkit/callbacks/_timer.py:44-49 and :90-95"
-)
 
 
 @pytest.mark.xfail(strict=True, reason=NO_LIMIT_2X)
@@ -99,7 +90,6 @@ def test_timer_interval_choice():
         Timer(duration=timedelta(), interval="invalid")
 
 
-@pytest.mark.skip(reason=START_TIME)
 @patch("ddpkit.callbacks._timer.time")
 def test_timer_time_remaining(time_mock):
     """Test that the timer tracks the elapsed and remaining time correctly."""
@@ -207,7 +197,6 @@ def test_timer_resume_training(tmpdir):
     assert trainer.global_step == saved_global_step + 1
 
 
-@pytest.mark.xfail(strict=True, reason=TRACK_STAGES)
 @RunIf(skip_windows=True)
 def test_timer_track_stages(tmpdir):
     """Test that the timer tracks time also for other stages (train/val/test)."""
