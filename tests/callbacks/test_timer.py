@@ -104,6 +104,14 @@ def test_max_time_beside_a_timer_keeps_the_users(
     assert trainer.global_step == 0  # the user's duration counts, not max_time's hour
 
 
+def test_a_timer_among_the_callbacks_lifts_the_epoch_limit() -> None:
+    # Lightning's _parse_loop_limits: max_epochs=None means -1 (no limit) with a Timer too
+    assert Trainer(callbacks=[Timer()], logger=False).max_epochs == -1
+    assert Trainer(callbacks=Timer(duration={"hours": 1}), logger=False).max_epochs == -1
+    assert Trainer(callbacks=[Timer()], max_epochs=3, logger=False).max_epochs == 3
+    assert Trainer(logger=False).max_epochs == 1000
+
+
 def test_max_time_alone_adds_one_timer_quietly(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="ddpkit"):
         trainer = Trainer(max_time={"seconds": 1337}, logger=False)

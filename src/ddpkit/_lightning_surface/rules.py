@@ -276,7 +276,7 @@ COMPARED: dict[str, tuple[str, ...]] = {
         "Trainer.validating", "Trainer.testing", "Trainer.predicting", "Trainer.interrupted",
         "Trainer.callback_metrics", "Trainer.logged_metrics", "Trainer.progress_bar_metrics",
         "Trainer.optimizers", "Trainer.fit", "Trainer.validate", "Trainer.test",
-        "Trainer.predict", "Trainer(max_epochs)", "Trainer(max_steps)",
+        "Trainer.predict", "Trainer(max_epochs)", "Trainer(max_steps)", "Trainer(max_time)",
         "Trainer(accumulate_grad_batches)", "Trainer(check_val_every_n_epoch)",
         "Trainer(log_every_n_steps)", "Trainer(limit_train_batches)",
         "Trainer(limit_val_batches)", "Trainer(overfit_batches)", "Trainer(num_sanity_val_steps)",
