@@ -9,6 +9,7 @@ what is compared."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,10 @@ def lr_monitor(**kwargs: Any) -> Any:
 
 def checkpoint(**kwargs: Any) -> Any:
     return lambda lib: [lib.callbacks.ModelCheckpoint(**kwargs)]
+
+
+def timer(**kwargs: Any) -> Any:
+    return lambda lib: [lib.callbacks.Timer(**kwargs)]
 
 
 def logs(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
@@ -161,6 +166,20 @@ CASES: dict[str, Case] = {
             "module": {"optimizer": "adagrad"},
             "callbacks": lr_monitor(logging_interval="epoch", log_momentum=True),
         },
+    ),
+    # A duration of zero is up at on_fit_start (Lightning 2.x's first check): no step. No
+    # max_epochs given: a Timer leaves the epochs unlimited. (With min_epochs / min_steps the
+    # stop waits: test_grid_loops.py's known difference of a stop before the minimum.)
+    "a Timer of zero": Case({}, spec={"callbacks": timer(duration={"seconds": 0})}),
+    "a Timer of zero, by epoch": Case(
+        {}, spec={"callbacks": timer(duration="00:00:00:00", interval="epoch")}
+    ),
+    "max_time of zero": Case({"max_time": timedelta(0)}),
+    # The user's Timer is kept, max_time ignored, with Lightning's INFO line. (No checkpoint:
+    # its Timer state holds each run's own seconds.)
+    "max_time beside a Timer": Case(
+        {"max_time": {"hours": 1}, "max_steps": 3, "enable_checkpointing": False},
+        spec={"callbacks": timer(duration={"hours": 2}, interval="epoch")},
     ),
     "lr: two groups of one name": Case(
         {"max_epochs": 1},

@@ -22,34 +22,30 @@ from datetime import timedelta
 from unittest.mock import Mock, patch
 
 import pytest
-from helpers_pl14 import BoringModel, RunIf, no_warning_call
+from helpers_pl14 import FLAGS_ROW, BoringModel, RunIf, no_warning_call
 
 from ddpkit import Trainer
 from ddpkit.callbacks import ModelCheckpoint
 from ddpkit.callbacks._timer import Timer
 from ddpkit.errors import MisconfigurationError as MisconfigurationException
 
-ZERO_DURATION = (
-    "ddpkit defect: Timer(duration=timedelta(0)) is refused ('the duration must be positive'); Lightning 1.4 and 2.x "
-    "take it and stop at the first check: src/ddpkit/utilities/_durations.py:54 (parse_duration, used by "
-    "src/ddpkit/callbacks/_timer.py:38)"
+FIT_START_CHECK_2X = (
+    "1.4's Timer first checked the time after a step (or epoch), so a zero or used-up duration trained one more; "
+    "ddpkit follows Lightning 2.x, whose Timer checks at on_fit_start too and trains none: "
+    + FLAGS_ROW
+    + "'1.4's Timer first checked the time after the first step'"
 )
-TIMER_TWICE = (
-    "ddpkit defect: Trainer(max_time=..., callbacks=[Timer()]) adds a second Timer, silently; Lightning 1.4 and 2.x "
-    "keep the user's and log that the callbacks list already contains a Timer: src/ddpkit/trainer/_trainer.py:56-57"
+TRAIN_DATALOADER = (
+    "trainer.train_dataloader: docs/lightning-2x-surface.md, `pytorch_lightning.Trainer`, `.train_dataloader` — "
+    "refused (trainer.num_training_batches)"
 )
-START_TIME = (
-    "Timer.start_time(): docs/lightning-2x-surface.md, `pytorch_lightning.callbacks.Timer`, `.start_time` — "
-    "refused (timer.time_elapsed())"
-)
-TRACK_STAGES = (
-    "ddpkit defect: after fit, time_elapsed() keeps counting (no end time at on_train_end: two calls differ), and "
-    "time_elapsed('validate') / ('test') are refused though docs/lightning-2x-surface.md lists time_elapsed(stage) "
-    "as the same as Lightning's: src/ddpkit/callbacks/_timer.py:44-49 and :90-95"
+NO_LIMIT_2X = (
+    "1.4 kept trainer.max_epochs / max_steps None when max_time alone limits the fit; ddpkit follows Lightning 2.x: "
+    "-1 for both (docs/training.md, the loop options: max_epochs, max_steps)"
 )
 
 
-@pytest.mark.xfail(strict=True, reason=TIMER_TWICE)
+@pytest.mark.xfail(strict=True, reason=NO_LIMIT_2X)
 def test_trainer_flag(caplog):
     class TestModel(BoringModel):
         def on_fit_start(self):
@@ -87,7 +83,6 @@ def test_timer_parse_duration(duration, expected):
     assert (timer.time_remaining() == expected is None) or (timer.time_remaining() == expected.total_seconds())
 
 
-@pytest.mark.xfail(strict=True, reason=ZERO_DURATION)
 def test_timer_interval_choice():
     Timer(duration=timedelta(), interval="step")
     Timer(duration=timedelta(), interval="epoch")
@@ -95,7 +90,6 @@ def test_timer_interval_choice():
         Timer(duration=timedelta(), interval="invalid")
 
 
-@pytest.mark.skip(reason=START_TIME)
 @patch("ddpkit.callbacks._timer.time")
 def test_timer_time_remaining(time_mock):
     """Test that the timer tracks the elapsed and remaining time correctly."""
@@ -143,7 +137,7 @@ def test_timer_stops_training(tmpdir, caplog):
     assert "Signaling Trainer to stop." in caplog.text
 
 
-@pytest.mark.xfail(strict=True, reason=ZERO_DURATION)
+@pytest.mark.xfail(strict=True, reason=FIT_START_CHECK_2X + "; the 'epoch' case also reads " + TRAIN_DATALOADER)
 @pytest.mark.parametrize("interval", ["step", "epoch"])
 def test_timer_zero_duration_stop(tmpdir, interval):
     """Test that the timer stops training immediately after the first check occurs."""
@@ -162,7 +156,6 @@ def test_timer_zero_duration_stop(tmpdir, interval):
         assert trainer.current_epoch == 0
 
 
-@pytest.mark.xfail(strict=True, reason=ZERO_DURATION)
 @pytest.mark.parametrize("min_steps,min_epochs", [(None, 2), (3, None), (3, 2)])
 def test_timer_duration_min_steps_override(tmpdir, min_steps, min_epochs):
     model = BoringModel()
@@ -177,6 +170,7 @@ def test_timer_duration_min_steps_override(tmpdir, min_steps, min_epochs):
     assert timer.time_elapsed() > duration.total_seconds()
 
 
+@pytest.mark.xfail(strict=True, reason=FIT_START_CHECK_2X)
 def test_timer_resume_training(tmpdir):
     """Test that the timer can resume together with the Trainer."""
     model = BoringModel()
@@ -203,7 +197,6 @@ def test_timer_resume_training(tmpdir):
     assert trainer.global_step == saved_global_step + 1
 
 
-@pytest.mark.xfail(strict=True, reason=TRACK_STAGES)
 @RunIf(skip_windows=True)
 def test_timer_track_stages(tmpdir):
     """Test that the timer tracks time also for other stages (train/val/test)."""

@@ -238,8 +238,6 @@ RULES: dict[str, Rule] = {
     "ModelSummary(**summarize_kwargs)": Rule(REFUSED, "Lightning hands extra keywords to its "
                                              "table's renderer; ddpkit's plain table takes "
                                              "none. Fix: drop them"),
-    "Timer.start_time": Rule(REFUSED, "Fix: timer.time_elapsed() (seconds of training)"),
-    "Timer.end_time": Rule(REFUSED, "Fix: timer.time_elapsed() (seconds of training)"),
 }  # fmt: skip
 
 #: ``Owner(keyword)`` or ``Owner.method(parameter)`` → ddpkit's default where it differs from
@@ -278,7 +276,7 @@ COMPARED: dict[str, tuple[str, ...]] = {
         "Trainer.validating", "Trainer.testing", "Trainer.predicting", "Trainer.interrupted",
         "Trainer.callback_metrics", "Trainer.logged_metrics", "Trainer.progress_bar_metrics",
         "Trainer.optimizers", "Trainer.fit", "Trainer.validate", "Trainer.test",
-        "Trainer.predict", "Trainer(max_epochs)", "Trainer(max_steps)",
+        "Trainer.predict", "Trainer(max_epochs)", "Trainer(max_steps)", "Trainer(max_time)",
         "Trainer(accumulate_grad_batches)", "Trainer(check_val_every_n_epoch)",
         "Trainer(log_every_n_steps)", "Trainer(limit_train_batches)",
         "Trainer(limit_val_batches)", "Trainer(overfit_batches)", "Trainer(num_sanity_val_steps)",
@@ -290,6 +288,9 @@ COMPARED: dict[str, tuple[str, ...]] = {
         "ModelCheckpoint(every_n_train_steps)", "EarlyStopping(monitor)", "EarlyStopping(mode)",
         "EarlyStopping(stopping_threshold)", "EarlyStopping(patience)",
         "EarlyStopping(min_delta)",
+    ),
+    "tests/callbacks/test_timer.py::test_the_same_timer_readings_as_lightning": (
+        "Timer(duration)", "Timer.*",
     ),
     "tests/trainer/test_log_hooks.py": ("LightningModule.log", "LightningModule.log_dict"),
     "tests/trainer/test_stepping_batches.py": ("Trainer.estimated_stepping_batches",),

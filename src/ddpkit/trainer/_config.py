@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from ddpkit.callbacks._timer import Timer
 from ddpkit.errors import MisconfigurationError
 from ddpkit.trainer._keywords import (
     bad,
@@ -212,7 +213,10 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
         "max_epochs", given["max_epochs"], minimum=-1, allow_none=True, meaning="-1: no limit"
     )
     if max_epochs is None:
-        max_epochs = 1000 if max_steps == -1 and max_time is None else -1
+        # Lightning's (_parse_loop_limits): no epoch limit where steps or a Timer end the fit,
+        # max_time's or one among the callbacks (a Timer without a duration included)
+        timed = max_time is not None or _has_timer(given["callbacks"])
+        max_epochs = 1000 if max_steps == -1 and not timed else -1
     min_epochs_given = check_int("min_epochs", given["min_epochs"], minimum=0, allow_none=True)
     min_epochs = min_epochs_given or 0
     min_steps = check_int("min_steps", given["min_steps"], minimum=0, allow_none=True)
@@ -236,6 +240,11 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
         "min_steps": min_steps,
         "max_time": max_time,
     }
+
+
+def _has_timer(callbacks: Any) -> bool:
+    items = callbacks if isinstance(callbacks, list | tuple) else [callbacks]
+    return any(isinstance(cb, Timer) for cb in items)
 
 
 def _evaluation(given: dict[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,8 @@ from ddpkit.utilities._reprs import safe_repr
 
 def _default_callbacks(config: LoopConfig) -> list[Any]:
     """The user's callbacks plus Lightning's defaults: a ModelCheckpoint (enable_checkpointing),
-    a Timer (max_time), a ModelSummary (enable_model_summary); checkpoints last."""
+    a Timer (max_time, unless the user gave one), a ModelSummary (enable_model_summary);
+    checkpoints last."""
     callbacks = list(config.callbacks)
     has_checkpoint = any(isinstance(cb, ModelCheckpoint) for cb in callbacks)
     if has_checkpoint and not config.enable_checkpointing:
@@ -54,7 +55,14 @@ def _default_callbacks(config: LoopConfig) -> list[Any]:
     elif config.max_restarts and not has_checkpoint:
         callbacks.append(KeptCheckpoint())  # a restart resumes from ddpkit's own
     if config.max_time is not None:
-        callbacks.append(Timer(duration=config.max_time, interval="step"))
+        if any(isinstance(cb, Timer) for cb in callbacks):
+            # Lightning 2.x's rule and words (_configure_timer_callback): the user's Timer is
+            # the one that counts; a second would stop the fit by the other's duration too
+            rank_zero_info(
+                "Ignoring `Trainer(max_time=...)`, callbacks list already contains a Timer."
+            )
+        else:
+            callbacks.append(Timer(duration=config.max_time, interval="step"))
     has_summary = any(isinstance(cb, ModelSummary) for cb in callbacks)
     if config.enable_model_summary and not has_summary:
         callbacks.append(ModelSummary(max_depth=config.summary_depth))

@@ -1,5 +1,9 @@
 """A duration as Lightning takes one (``max_time``, ``Timer(duration=...)``): ``"DD:HH:MM:SS"``,
-a ``datetime.timedelta`` or a dict of ``timedelta`` keywords — checked, with the call quoted."""
+a ``datetime.timedelta`` or a dict of ``timedelta`` keywords — checked, with the call quoted.
+
+Zero and negative durations are taken, as Lightning 2.x takes them: the time is already up, so
+the ``Timer`` stops the fit at its first check (``on_fit_start``). A deadline computed as
+``deadline - datetime.now()`` may well be past, and Lightning's code with it runs here too."""
 
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ _UNITS = ("days", "hours", "minutes", "seconds", "milliseconds", "microseconds",
 
 
 def parse_duration(owner: str, name: str, value: Any) -> timedelta | None:
-    """``value`` as a positive ``timedelta`` (None stays None); else a MisconfigurationError
-    quoting ``owner(name=value)``."""
+    """``value`` as a ``timedelta`` (None stays None; zero or negative: the time is already
+    up); else a MisconfigurationError quoting ``owner(name=value)``."""
     fix = f"Fix: {owner}({name}='00:12:00:00') (12 hours) or {name}={{'hours': 12}}."
 
     def bad(problem: str) -> MisconfigurationError:
@@ -48,6 +52,4 @@ def parse_duration(owner: str, name: str, value: Any) -> timedelta | None:
             raise bad(f"{error}.") from error
     else:
         raise bad("pass 'DD:HH:MM:SS', a datetime.timedelta or a dict.")
-    if found <= timedelta(0):
-        raise bad("the duration must be positive.")
     return found
