@@ -196,7 +196,6 @@ def _eval_step_row(ctx: StageContext) -> None:
     if not pending:
         return
     row = {name: float(value) for name, value in pending.items()}
-    pending.clear()
     for logger in ctx.state.loggers:
         logger.log_metrics(row, step=seen)
 

@@ -63,6 +63,12 @@ def _no_reduce(tensor: torch.Tensor, reduce_fx: str) -> torch.Tensor:
     return tensor
 
 
+def _on_device(tensor: torch.Tensor) -> bool:
+    """True when reading the value would wait for a device (anything but the CPU); one
+    function, so that a CPU-only test can take the device path (tests/bench/test_hot_path.py)."""
+    return not tensor.is_cpu
+
+
 def _scalar(name: str, value: Any) -> torch.Tensor:
     """A logged value as a one-element tensor, detached, where it lives (no device sync)."""
     if callable(getattr(value, "compute", None)) and callable(getattr(value, "update", None)):
@@ -94,9 +100,6 @@ class MetricStore:
 
     def __init__(self) -> None:
         self._stage = "train"
-        #: Whether the CSV row of the coming step will be written; the loop clears it on the
-        #: other steps, so their values are never converted for it.
-        self.step_row_due = True
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
         #: the sanity check: values reach callback_metrics only (Lightning's: a callback reads
         #: them; no logger row, no logged or progress-bar value; all reset after it)
@@ -112,11 +115,13 @@ class MetricStore:
         self._logged_metrics: dict[str, torch.Tensor] = {}
         self._bar: dict[str, torch.Tensor | float] = {}
         self._device_values = False  # some value above still lives on a device
-        self.pending_step_row: dict[str, float] = {}
+        #: the latest ``on_step`` value of each name logged in this training epoch: every step
+        #: row repeats it until the epoch ends, as Lightning's results collection does
+        self.pending_step_row: dict[str, torch.Tensor] = {}
         # Per stage: a validation inside a training epoch closes its own epoch values only.
         self._epoch: dict[str, dict[str, _EpochAccumulator]] = {}
-        #: step values logged in an evaluation batch (``on_step=True``): the row Lightning
-        #: writes after that batch
+        #: step values logged in this evaluation epoch (``on_step=True``): the row Lightning
+        #: writes after each batch (repeated until the epoch ends, as the training rows)
         self.eval_step_row: dict[str, torch.Tensor] = {}
         #: a step value went to the loggers' side of the store during this fit
         self.logged_step_value = False
@@ -213,7 +218,7 @@ class MetricStore:
             step_value = self.reduce(tensor, reduce_fx) if sync_dist else tensor
             # .item() / .cpu() wait for the device: a device value is read when read (above)
             step_name = f"{name}_step" if both else name
-            if not step_value.is_cpu:  # reading it would wait for the device
+            if _on_device(step_value):
                 self._device_values = True
             if self.stage == "train":  # callbacks read an evaluation's epoch values only
                 self._callback_metrics[step_name] = step_value
@@ -225,15 +230,14 @@ class MetricStore:
                     self.eval_step_row[step_name] = step_value
                 else:
                     self.logged_step_value = True
-                    if self.step_row_due:
-                        self.pending_step_row[step_name] = float(step_value)
+                    self.pending_step_row[step_name] = step_value
             if prog_bar and not self.sanity:
                 self._bar[step_name] = step_value
         if on_epoch:
             accumulators = self._epoch.setdefault(self.stage, {})
             acc = accumulators.get(name)
             v: float | torch.Tensor = (
-                tensor.to(torch.float64) if not tensor.is_cpu else float(tensor)
+                tensor.to(torch.float64) if _on_device(tensor) else float(tensor)
             )
             if acc is None:
                 init = 0.0 if reduce_fx in ("mean", "sum") else v
@@ -309,4 +313,5 @@ class MetricStore:
             self._closing.add(stage)
         else:
             self._closing.discard(stage)
+            (self.pending_step_row if stage == "train" else self.eval_step_row).clear()
         return out

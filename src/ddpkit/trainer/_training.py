@@ -175,7 +175,6 @@ class FitLoop:
         self.resume_skip, self.resume_then = 0, None  # the first epoch's alone
         batches = epoch_batches(loader, n, skip, then)
         state.epoch_batches = skip
-        metrics.step_row_due = rows and (state.global_step + 1) % every == 0
         if state.progress.enabled:
             state.progress.start(n, f"epoch {epoch}")
         ran_out = True
@@ -290,16 +289,13 @@ class FitLoop:
 
 
 def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
-    """The step's logged values to the loggers, every ``log_every_n_steps`` steps; a value
+    """The epoch's latest step values to the loggers, every ``log_every_n_steps`` steps; a value
     becomes a float only on the steps that write a row (``.item()`` waits for the device)."""
     state = ctx.state
-    metrics = state.metrics
-    pending = metrics.pending_step_row
+    pending = state.metrics.pending_step_row
     if pending and rows and state.global_step % every == 0:
-        log_row(ctx, pending)
+        log_row(ctx, {name: float(value) for name, value in pending.items()})
         state.step_rows += 1
-    pending.clear()
-    metrics.step_row_due = rows and (state.global_step + 1) % every == 0
 
 
 def _first_loaders(
