@@ -29,7 +29,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ddpkit._runtime.launch._env import launchable_environment, rank_env, requested_port
+from ddpkit._runtime.launch._env import bind_rendezvous, launchable_environment, rank_env
 from ddpkit._runtime.launch._interrupter import StageAbort, StageInterrupter
 from ddpkit._runtime.launch._script_watch import ChildWatch
 from ddpkit._runtime.process.context import (
@@ -44,8 +44,13 @@ from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import Proc, start_popen
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._errorfile import ErrorRecord, is_peer_loss
-from ddpkit._runtime.ranks._names import ENV_JOB_KEY, ENV_SKIP_STAGES
-from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
+from ddpkit._runtime.ranks._names import (
+    ENV_ERROR_FILE,
+    ENV_JOB_KEY,
+    ENV_SKIP_STAGES,
+    ENV_STAGE_FILE,
+)
+from ddpkit._runtime.ranks._rendezvous import StoreHost
 from ddpkit._runtime.ranks._stall import StallReport
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._tracebacks import first_line, install_folding_hook
@@ -88,15 +93,8 @@ class ScriptJob:
         self.host: StoreHost | None = None
         self.files: JobFiles | None = None
         try:
-            # Node 0 binds the store's socket before any child starts and hands it, open, to
-            # the store: the port is never free in between, a busy MASTER_PORT fails here (before
-            # there is a child to orphan), and on one machine nothing listens beyond loopback.
-            if self.node_rank == 0:
-                self.host = StoreHost.bind(requested_port(env), local_only=plugin.all_ranks_local)
-            port = self.host.port if self.host is not None else env.main_port()
-            self.rendezvous = Rendezvous(
-                env.main_address(), port, self.host, key=job_key(plugin.all_ranks_local, env.env)
-            )
+            self.rendezvous = bind_rendezvous(plugin, env)  # before any child starts
+            self.host = self.rendezvous.host
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)
@@ -131,9 +129,11 @@ class ScriptJob:
                 node_rank=self.node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(self.files.error_file(rank)),
-                stage_file=str(self.files.stage_file(rank)),
-                extra=self.child_extra,
+                extra={
+                    ENV_ERROR_FILE: str(self.files.error_file(rank)),
+                    ENV_STAGE_FILE: str(self.files.stage_file(rank)),
+                    **self.child_extra,
+                },
             )
             starters.append((rank, _starter(command, env)))
         return starters

@@ -23,7 +23,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from ddpkit._runtime.launch._base import Launcher
-from ddpkit._runtime.launch._env import launchable_environment, rank_env, requested_port
+from ddpkit._runtime.launch._env import bind_rendezvous, launchable_environment, rank_env
 from ddpkit._runtime.launch._fork import (
     as_if_unpickled,
     check_fork_safe,
@@ -42,7 +42,7 @@ from ddpkit._runtime.ranks._names import (
     ENV_JOB_KEY,
     ENV_PARENT_PID,
 )
-from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
+from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost
 from ddpkit._runtime.ranks._scratch import write_private
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._runtime.restart.attempts import run_attempts
@@ -242,17 +242,11 @@ class SpawnLauncher(Launcher):
             # larger than the pipe (the data set) would start the ranks one by one.
             if isinstance(payload, bytes):
                 write_private(files.path / "payload.pkl", payload)
-            if self.plugin.node_rank == 0:
-                # Bound before any rank starts and handed open to rank 0's store: no window for
-                # another process to take the port, and a busy MASTER_PORT fails before a rank
-                # exists. Loopback only when every rank is on this machine.
-                host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
-            port = host.port if host is not None else env.main_port()
+            rendezvous = bind_rendezvous(self.plugin, env)
+            host = rendezvous.host  # handed open to rank 0's store
             with signals:
-                key = job_key(self.plugin.all_ranks_local, env.env)
-                extra = {ENV_JOB_KEY: key, **attempt.env()}
-                main = (env.main_address(), port)
-                starters = self._starters(files, payload, main, host, extra)
+                extra = {ENV_JOB_KEY: rendezvous.key, **attempt.env()}
+                starters = self._starters(files, payload, rendezvous, extra)
                 context.start(starters, failed="after the launcher ended")
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
@@ -279,8 +273,7 @@ class SpawnLauncher(Launcher):
         self,
         files: JobFiles,
         payload: bytes | tuple[Any, ...],
-        main: tuple[str, int],
-        host: StoreHost | None,
+        rendezvous: Rendezvous,
         extra: dict[str, str],
     ) -> list[tuple[int, Callable[[], Proc]]]:
         """How each rank of this node starts: a process of the start method's context."""
@@ -293,14 +286,13 @@ class SpawnLauncher(Launcher):
                 # A rank's own variables only (it inherits this process's); the user's say on
                 # faulthandler is kept, rank_env switches it on otherwise.
                 {k: os.environ[k] for k in (ENV_FAULTHANDLER,) if k in os.environ},
-                main_address=main[0],
-                main_port=main[1],
+                main_address=rendezvous.address,
+                main_port=rendezvous.port,
                 world_size=self.plugin.world_size,
                 node_rank=node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(files.error_file(rank)),
-                extra=extra,
+                extra={ENV_ERROR_FILE: str(files.error_file(rank)), **extra},
             )
             process = mp_context.Process(
                 target=_spawned_rank,
@@ -308,7 +300,7 @@ class SpawnLauncher(Launcher):
                     str(files.path / "payload.pkl") if isinstance(payload, bytes) else payload,
                     child_env,
                     str(files.path / "result.pt"),
-                    host.sock if (host is not None and rank == 0) else None,
+                    rendezvous.host.sock if (rendezvous.host is not None and rank == 0) else None,
                     self.plugin.start_method == "forkserver",
                 ),
                 name=f"ddpkit-rank{rank}",
