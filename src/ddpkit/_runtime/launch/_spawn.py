@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import faulthandler
 import functools
-import io
 import os
 import pickle
 import sys
@@ -64,9 +63,9 @@ def check_main_guard() -> None:
     if main is None or not path or getattr(main, "__spec__", None) is not None:
         return  # no script (REPL, notebook) or `python -m`: nothing to check
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
-            break
+    while frame is not None and not (
+        frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
+    ):
         frame = frame.f_back
     if frame is None:
         return
@@ -75,11 +74,13 @@ def check_main_guard() -> None:
         tree = ast.parse(Path(path).read_text())
     except (OSError, SyntaxError):
         return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_main_test(node.test):
-            end = node.end_lineno or node.lineno
-            if node.lineno <= line <= end:
-                return
+    if any(
+        isinstance(node, ast.If)
+        and _is_main_test(node.test)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    ):
+        return
     raise LaunchError(
         f"ddp_spawn: {path}, line {line}, starts training at the top level of the script. "
         f"Every spawned rank imports this script again and would start training again. "
@@ -175,23 +176,6 @@ def _context(start_method: str) -> Any:
     return ctx
 
 
-class _ResourceTracker:
-    """multiprocessing's resource tracker, a helper process that spawn starts on first use and
-    that otherwise lingers until the launching process exits (and a moment after). Started by
-    this launch, it is stopped with it: no process of the job outlives ``launch``."""
-
-    def __init__(self) -> None:
-        from multiprocessing import resource_tracker
-
-        tracker: Any = resource_tracker._resource_tracker  # private: stopped only if we started it
-        self._tracker = tracker
-        self._was_running = tracker._fd is not None
-
-    def stop_if_started(self) -> None:
-        if not self._was_running:
-            self._tracker._stop()
-
-
 class SpawnLauncher(Launcher):
     """The parent only supervises: every rank is spawned, rank zero's result comes back through
     a file in a private temporary directory (removed on every exit path). SIGINT/SIGTERM to the
@@ -234,7 +218,13 @@ class SpawnLauncher(Launcher):
         files = JobFiles()
         host: StoreHost | None = None
         signals = SignalFlag()
-        tracker = _ResourceTracker()
+        from multiprocessing import resource_tracker
+
+        # multiprocessing's resource tracker, a helper process that spawn starts on first use and
+        # that otherwise lingers until the launching process exits (and a moment after). Started
+        # by this launch, it is stopped with it: no process of the job outlives ``launch``.
+        tracker: Any = resource_tracker._resource_tracker  # private: stopped only if we started it
+        tracker_was_running = tracker._fd is not None
         context = ProcessContext(_WHAT, files.record_of)
         try:
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
@@ -266,7 +256,8 @@ class SpawnLauncher(Launcher):
             if host is not None:
                 host.close()
             signals.close()
-            tracker.stop_if_started()
+            if not tracker_was_running:
+                tracker._stop()
             files.close()
 
     def _starters(
@@ -309,11 +300,10 @@ class SpawnLauncher(Launcher):
         return starters
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
-        buffer = io.BytesIO()
         payload = (self.plugin, fn, args, rng.encode(rng.capture()))
         try:
             refuse_main_references(payload)
-            pickle.dump(payload, buffer)
+            return pickle.dumps(payload)
         except LaunchError:
             raise
         except Exception as err:
@@ -324,4 +314,3 @@ class SpawnLauncher(Launcher):
                 f"files), or use strategy='ddp', which re-runs the script instead (from a "
                 f"notebook: strategy='ddp_notebook', which forks the ranks)."
             ) from err
-        return buffer.getvalue()
