@@ -21,6 +21,7 @@ the children. Either may see the job end first, and both hand the end to the job
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import threading
@@ -45,7 +46,7 @@ from ddpkit._runtime.process.ending import (
     first_failure,
 )
 from ddpkit._runtime.process.files import JobFiles
-from ddpkit._runtime.process.proc import Proc, Rank, start_popen
+from ddpkit._runtime.process.proc import Proc, Rank, start_rank
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._errorfile import ErrorRecord, is_peer_loss
 from ddpkit._runtime.ranks._names import (
@@ -63,6 +64,10 @@ from ddpkit.plugins.training_type.ddp import DDPPlugin
 
 R = TypeVar("R")
 _WHAT = "DDP (subprocess launcher)"
+_FIX = (
+    "check that the command runs on its own (the interpreter and the script exist and are "
+    "executable)."
+)
 #: when rank zero's collective fails, how long a child has to show that it died first
 RANK_ZERO_PEER_LOSS_SECONDS = 3.0
 
@@ -119,7 +124,7 @@ class ScriptJob:
     def _children(self, command: list[str]) -> list[tuple[int, Callable[[], Proc]]]:
         """How each child starts: this script again, with its rank's environment."""
         assert self.files is not None
-        starters = []
+        starters: list[tuple[int, Callable[[], Proc]]] = []
         for local_rank in range(1, self.num_processes):
             rank = self.rank_zero.rank + local_rank
             env = rank_env(
@@ -136,7 +141,8 @@ class ScriptJob:
                     **self.child_extra,
                 },
             )
-            starters.append((rank, _starter(command, env)))
+            cannot = f"could not start local rank {local_rank}"
+            starters.append((rank, functools.partial(start_rank, command, env, cannot, _FIX)))
         return starters
 
     def record_of(self, rank: int) -> ErrorRecord | None:
@@ -304,20 +310,6 @@ class ScriptJob:
             self.files.close()
         if self.host is not None:
             self.host.close()
-
-
-def _starter(command: list[str], env: dict[str, str]) -> Callable[[], Proc]:
-    def start() -> Proc:
-        try:
-            return start_popen(command, env)
-        except OSError as err:
-            raise LaunchError(
-                f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): {err}. "
-                f"Fix: check that the command runs on its own (the interpreter and the script "
-                f"exist and are executable)."
-            ) from err
-
-    return start
 
 
 # -- the supervisor thread: polls the children while rank zero runs its stages, and hands what it

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit.errors import LaunchError
 
 
 class Proc(Protocol):
@@ -113,6 +114,17 @@ class ForkedChild:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
+
+
+def start_rank(
+    command: Sequence[str], env: Mapping[str, str], cannot: str, fix: str
+) -> subprocess.Popen[bytes]:
+    """:func:`start_popen` for a launcher's rank; a :class:`~ddpkit.errors.LaunchError` that
+    says it ``cannot`` start what, and the ``fix``, when the command does not start."""
+    try:
+        return start_popen(command, env)
+    except OSError as err:
+        raise LaunchError(f"{cannot} ({' '.join(command)}): {err}. Fix: {fix}") from err
 
 
 def start_popen(
