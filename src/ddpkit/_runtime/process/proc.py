@@ -32,17 +32,6 @@ class Proc(Protocol):
         """The exit code (negative: the signal), or None while running."""
 
 
-def signal_group(pid: int, sig: int) -> None:
-    """Signal ``pid`` and, when it leads its own process group, the whole group."""
-    try:
-        if os.getpgid(pid) == pid:  # the rank leads its own process group
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
 @dataclass
 class Rank:
     """One process of a job: its rank, the process, where its output goes (an isolated test's
@@ -61,10 +50,16 @@ class Rank:
         return self.proc.poll()
 
     def send_signal(self, sig: int) -> None:
-        """Signal the rank and its own children (its process group) while it runs."""
+        """Signal the rank and, when it leads its own process group, its own children (the
+        group) while it runs."""
         # poll() first: once the rank is reaped its pid may belong to someone else.
-        if self.proc.poll() is None:
-            signal_group(self.proc.pid, sig)
+        if self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(self.pid) == self.pid:  # the rank leads its own process group
+                os.killpg(self.pid, sig)
+            else:
+                os.kill(self.pid, sig)
 
 
 class MpProcess:
