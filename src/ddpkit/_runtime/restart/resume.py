@@ -117,15 +117,11 @@ class Resume:
             decision = {"path": given, "attempt": None}
             if attempt.number > 0:
                 found = newest_checkpoint(fit.checkpoint_folders(), attempt.since())
-                decision = {
-                    "path": str(found) if found is not None else given,
-                    "attempt": [attempt.number, attempt.max_restarts, attempt.cause],
-                }
+                told = [attempt.number, attempt.max_restarts, attempt.cause]
+                decision = {"path": str(found) if found is not None else given, "attempt": told}
         decision = ranks.broadcast_json(decision)
         told = decision["attempt"]
-        if told is None:
-            return cls(decision["path"])
-        return cls(decision["path"], Attempt(number=told[0], max_restarts=told[1], cause=told[2]))
+        return cls(decision["path"], None if told is None else Attempt(*told))
 
     def announce(self, fit: FitPort, checkpoint: Mapping[str, Any] | None) -> None:
         """Rank 0 of a restarted fit says so: one line, the cause, where it resumes."""
