@@ -34,7 +34,7 @@ from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import MpProcess, Proc
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._errorfile import report_rank_failure
-from ddpkit._runtime.ranks._lifeline import die_with_parent, watch_parent
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank, watch_parent
 from ddpkit._runtime.ranks._names import (
     ENV_ERROR_FILE,
     ENV_FAULTHANDLER,
@@ -112,10 +112,8 @@ def _spawned_rank(
         in_forked_rank()
     # A forkserver's rank is the server's child; the server ends when the launcher does.
     parent = os.getppid() if served else int(env[ENV_PARENT_PID])
-    # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
-    # ending the group also ends the rank's own children (data-loader workers).
-    os.setpgid(0, 0)
-    die_with_parent(parent)
+    # Its own process group and death with the parent, as a rank started by Popen gets them.
+    preexec_for_rank(parent)()
     watch_parent(parent)
     # Before unpickling: the environment objects of the payload read this rank's variables
     # (and the rank's side of each stage watches the same parent).
