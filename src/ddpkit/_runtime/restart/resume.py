@@ -56,10 +56,8 @@ def newest_checkpoint(
                 continue
             if since is None or mtime >= since * 1e9:
                 found.append((mtime, Path(entry.path)))
-    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
-        if is_complete(path):
-            return path
-    return None
+    newest_first = sorted(found, key=lambda item: item[0], reverse=True)
+    return next((path for _, path in newest_first if is_complete(path)), None)
 
 
 def resume_line(attempt: Attempt, path: str | None, position: str) -> str:
