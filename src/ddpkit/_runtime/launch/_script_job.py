@@ -48,7 +48,7 @@ from ddpkit._runtime.process.ending import (
 from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import Proc, Rank, start_rank
 from ddpkit._runtime.process.signals import SignalFlag
-from ddpkit._runtime.ranks._errorfile import ErrorRecord, is_peer_loss
+from ddpkit._runtime.ranks._errorfile import is_peer_loss
 from ddpkit._runtime.ranks._names import (
     ENV_ERROR_FILE,
     ENV_JOB_KEY,
@@ -103,8 +103,8 @@ class ScriptJob:
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)
-            self.files = JobFiles()
-            self.context = ProcessContext(_WHAT, self.record_of, rank_zero=self.rank_zero)
+            self.files = files = JobFiles()
+            self.context = ProcessContext(_WHAT, files.record_of, rank_zero=self.rank_zero)
             self.context.start(self._children(argv))
         except BaseException:
             self.close()
@@ -144,9 +144,6 @@ class ScriptJob:
             cannot = f"could not start local rank {local_rank}"
             starters.append((rank, functools.partial(start_rank, command, env, cannot, _FIX)))
         return starters
-
-    def record_of(self, rank: int) -> ErrorRecord | None:
-        return None if self.files is None else self.files.record_of(rank)
 
     def stages_of(self, rank: int) -> int:
         """How many stages a child has started (it says so in its stage file)."""
@@ -214,9 +211,8 @@ class ScriptJob:
         signum = self.signals.signum
         if signum is not None:
             sup.conclude(Interrupted(signum))
-        if exc is not None and not sup.claimed:
-            self._wait_for_root_cause(exc)
         if exc is not None:
+            self._wait_for_root_cause(exc)  # returns at once when the job has ended already
             # Nobody else saw a failure: rank zero is the root cause.
             rank = self.rank_zero.rank
             sup.conclude(RankZeroFailed(exc, f"after rank {rank} failed ({first_line(exc)})"))
@@ -237,7 +233,7 @@ class ScriptJob:
         sup = self.context
         while not sup.claimed:
             exited = (h for h in sup.ranks if h.poll() is not None)
-            culprit = first_failure(sup.ranks, self.record_of) or next(exited, None)
+            culprit = first_failure(sup.ranks, sup.record_of) or next(exited, None)
             if culprit is not None:
                 sup.conclude(ChildFailed(culprit))
                 return
