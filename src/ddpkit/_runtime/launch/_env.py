@@ -70,10 +70,11 @@ def rank_env(
     parent_pid: int,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """``base`` plus the rank variables (:data:`ddpkit._runtime.ranks._names.RANK_VARIABLES`) and
-    ``extra`` (where the rank reports its failure and counts its stages, the job's key, a
-    restart's attempt). GPU ids are never set here: each rank picks its device by
-    ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have.
+    """``base`` plus the rank variables (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``,
+    ``NODE_RANK``, ``LOCAL_RANK``, ``DDPKIT_PARENT_PID``) and ``extra`` (where the rank reports
+    its failure and counts its stages, the job's key, a restart's attempt). GPU ids are never
+    set here: each rank picks its device by ``LOCAL_RANK``, and CPU ranks must not see a
+    ``CUDA_VISIBLE_DEVICES`` they did not have.
     Python's faulthandler is on (``PYTHONFAULTHANDLER=1``) unless ``base`` says otherwise: the
     report can only say "killed by signal SIGSEGV"; the rank's stderr then shows where."""
     env = dict(base)
