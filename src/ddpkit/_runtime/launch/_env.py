@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ddpkit._runtime.ranks._names import (
-    ENV_ERROR_FILE,
-    ENV_FAULTHANDLER,
-    ENV_PARENT_PID,
-    ENV_STAGE_FILE,
-)
+from ddpkit._runtime.ranks._names import ENV_FAULTHANDLER, ENV_PARENT_PID
+from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
 from ddpkit.errors import LaunchError, MisconfigurationError
 from ddpkit.plugins.environments._base import ClusterEnvironment
 from ddpkit.plugins.environments._local import RENDEZVOUS_VARIABLES, LocalEnvironment
@@ -31,11 +27,20 @@ def launchable_environment(plugin: DDPPlugin) -> ClusterEnvironment:
     return env
 
 
-def requested_port(env: ClusterEnvironment) -> int | None:
-    """The port the user chose for the store (None: any free one)."""
-    if isinstance(env, LocalEnvironment):
-        return env.requested_port()
-    return env.main_port()  # a user's own environment says where to meet
+def bind_rendezvous(plugin: DDPPlugin, env: ClusterEnvironment) -> Rendezvous:
+    """Where the job's ranks meet, under a key of the job's. Node 0 binds the store's socket here,
+    before any rank starts, for rank 0's store to serve on: the port is never free in between, a
+    busy MASTER_PORT fails before there is a rank to orphan, and when every rank is on this
+    machine nothing listens beyond loopback."""
+    host = None
+    if plugin.node_rank == 0:
+        # The port the user chose (None: any free one); a user's own environment says where to
+        # meet.
+        port = env.requested_port() if isinstance(env, LocalEnvironment) else env.main_port()
+        host = StoreHost.bind(port, local_only=plugin.all_ranks_local)
+    port = host.port if host is not None else env.main_port()
+    key = job_key(plugin.all_ranks_local, env.env)
+    return Rendezvous(env.main_address(), port, host, key=key)
 
 
 def require_rendezvous(env: ClusterEnvironment, per_node: int, num_nodes: int) -> None:
@@ -63,14 +68,13 @@ def rank_env(
     node_rank: int,
     local_rank: int,
     parent_pid: int,
-    error_file: str | None = None,
-    stage_file: str | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """``base`` plus the rank variables (:data:`ddpkit._runtime.ranks._names.RANK_VARIABLES`) and,
-    when given, where the rank reports its failure and counts its stages, and ``extra`` (the job's
-    key, a restart's attempt). GPU ids are never set here: each rank picks its device by
-    ``LOCAL_RANK``, and CPU ranks must not see a ``CUDA_VISIBLE_DEVICES`` they did not have.
+    """``base`` plus the rank variables (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``,
+    ``NODE_RANK``, ``LOCAL_RANK``, ``DDPKIT_PARENT_PID``) and ``extra`` (where the rank reports
+    its failure and counts its stages, the job's key, a restart's attempt). GPU ids are never
+    set here: each rank picks its device by ``LOCAL_RANK``, and CPU ranks must not see a
+    ``CUDA_VISIBLE_DEVICES`` they did not have.
     Python's faulthandler is on (``PYTHONFAULTHANDLER=1``) unless ``base`` says otherwise: the
     report can only say "killed by signal SIGSEGV"; the rank's stderr then shows where."""
     env = dict(base)
@@ -85,9 +89,5 @@ def rank_env(
             ENV_PARENT_PID: str(parent_pid),
         }
     )
-    if error_file is not None:
-        env[ENV_ERROR_FILE] = error_file
-    if stage_file is not None:
-        env[ENV_STAGE_FILE] = stage_file
     env.update(extra or {})
     return env

@@ -82,19 +82,14 @@ class _Finder(pickle.Pickler):
         return NotImplemented
 
 
-def main_references(payload: Any) -> list[str]:
-    """The classes and functions of ``__main__`` that pickling ``payload`` names."""
-    finder = _Finder(io.BytesIO())
-    finder.dump(payload)
-    return finder.found
-
-
 def refuse_main_references(payload: Any) -> None:
     """Under spawn in a session whose ``__main__`` has no file (a notebook, a shell): raise,
     naming ``ddp_notebook``, when ranks would have to import a class or function of it."""
     if has_script():
         return  # a script: every spawned rank imports it as __mp_main__
-    names = main_references(payload)
+    finder = _Finder(io.BytesIO())
+    finder.dump(payload)  # notes the classes and functions of __main__ that pickling names
+    names = finder.found
     if names:
         raise LaunchError(
             f"ddp_spawn starts each rank as a fresh interpreter, which cannot import what this "

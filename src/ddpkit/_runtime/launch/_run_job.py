@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.files import JobFiles
-from ddpkit._runtime.process.proc import Proc, start_popen
+from ddpkit._runtime.process.proc import start_rank
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._names import ENV_ERROR_FILE, ENV_FAULTHANDLER, ENV_PARENT_PID
 from ddpkit._runtime.ranks._rendezvous import StoreHost
 from ddpkit._runtime.ranks._run_rank import ENV_STALL_TIMEOUT
-from ddpkit.errors import ChildFailedError, LaunchError
+from ddpkit.errors import ChildFailedError
 
 _WHAT = "ddpkit run"
 
@@ -124,7 +124,7 @@ class RunJob:
 
     def start(self) -> None:
         spec, command, base = self.spec, rank_command(self.spec), dict(os.environ)
-        starters = []
+        starters, fix = [], f"check that {sys.executable} runs."
         for local_rank in range(spec.nproc_per_node):
             env = run_env(spec, base, local_rank=local_rank, port=self.port,
                           attempt=self.attempt, run_id=self.run_id)  # fmt: skip
@@ -134,7 +134,8 @@ class RunJob:
             # Where torch's @record writes, as under torchrun (ddpkit's own report needs none).
             env["TORCHELASTIC_ERROR_FILE"] = str(self.files.path / f"rank{rank}.torchelastic.json")
             env[ENV_STALL_TIMEOUT] = f"{spec.stall_timeout:g}"
-            starters.append((rank, functools.partial(_start_rank, command, env, rank)))
+            cannot = f"ddpkit run: could not start rank {rank}"
+            starters.append((rank, functools.partial(start_rank, command, env, cannot, fix)))
         self.context.start(starters)
         if self.host is not None:
             # The store's server, on the socket bound above; torch is imported here, while
@@ -149,16 +150,6 @@ class RunJob:
             self.host.close()
             self.host = None
         self.files.close()
-
-
-def _start_rank(command: list[str], env: dict[str, str], rank: int) -> Proc:
-    try:
-        return start_popen(command, env)
-    except OSError as err:
-        raise LaunchError(
-            f"ddpkit run: could not start rank {rank} ({' '.join(command)}): {err}. "
-            f"Fix: check that {sys.executable} runs."
-        ) from err
 
 
 def run(spec: RunSpec) -> int:

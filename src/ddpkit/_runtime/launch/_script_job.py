@@ -2,8 +2,8 @@
 
 One job per script (:func:`job_for`): the children re-run the whole script, so they live as long
 as it does, and a second ``fit`` (or a second Trainer) finds them at the same rendezvous. Rank
-zero runs its stages in the calling thread; a supervisor thread polls the children. Either may
-see the job end first, and both hand the end to the job's
+zero runs its stages in the calling thread; a supervisor thread (:func:`_watch_children`) polls
+the children. Either may see the job end first, and both hand the end to the job's
 :class:`~ddpkit._runtime.process.context.ProcessContext`, which ends it once:
 
 - a child fails: the others are ended, and rank zero's stage is unwound (its collective also
@@ -21,6 +21,7 @@ see the job end first, and both hand the end to the job's
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import threading
@@ -29,9 +30,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ddpkit._runtime.launch._env import launchable_environment, rank_env, requested_port
+from ddpkit._runtime.launch._env import bind_rendezvous, launchable_environment, rank_env
 from ddpkit._runtime.launch._interrupter import StageAbort, StageInterrupter
-from ddpkit._runtime.launch._script_watch import ChildWatch
 from ddpkit._runtime.process.context import (
     ChildFailed,
     Interrupted,
@@ -39,13 +39,23 @@ from ddpkit._runtime.process.context import (
     RankZero,
     RankZeroFailed,
 )
-from ddpkit._runtime.process.ending import POLL_SECONDS, first_failure
+from ddpkit._runtime.process.ending import (
+    GRACE_SECONDS,
+    POLL_SECONDS,
+    STALL_GATHER_SECONDS,
+    first_failure,
+)
 from ddpkit._runtime.process.files import JobFiles
-from ddpkit._runtime.process.proc import Proc, start_popen
+from ddpkit._runtime.process.proc import Proc, Rank, start_rank
 from ddpkit._runtime.process.signals import SignalFlag
-from ddpkit._runtime.ranks._errorfile import ErrorRecord, is_peer_loss
-from ddpkit._runtime.ranks._names import ENV_JOB_KEY, ENV_SKIP_STAGES
-from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
+from ddpkit._runtime.ranks._errorfile import is_peer_loss
+from ddpkit._runtime.ranks._names import (
+    ENV_ERROR_FILE,
+    ENV_JOB_KEY,
+    ENV_SKIP_STAGES,
+    ENV_STAGE_FILE,
+)
+from ddpkit._runtime.ranks._rendezvous import StoreHost
 from ddpkit._runtime.ranks._stall import StallReport
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._tracebacks import first_line, install_folding_hook
@@ -54,12 +64,12 @@ from ddpkit.plugins.training_type.ddp import DDPPlugin
 
 R = TypeVar("R")
 _WHAT = "DDP (subprocess launcher)"
+_FIX = (
+    "check that the command runs on its own (the interpreter and the script exist and are "
+    "executable)."
+)
 #: when rank zero's collective fails, how long a child has to show that it died first
 RANK_ZERO_PEER_LOSS_SECONDS = 3.0
-
-
-def _is_consequence(exc: BaseException) -> bool:
-    return isinstance(exc, StageAbort) or is_peer_loss(exc)
 
 
 class ScriptJob:
@@ -88,20 +98,13 @@ class ScriptJob:
         self.host: StoreHost | None = None
         self.files: JobFiles | None = None
         try:
-            # Node 0 binds the store's socket before any child starts and hands it, open, to
-            # the store: the port is never free in between, a busy MASTER_PORT fails here (before
-            # there is a child to orphan), and on one machine nothing listens beyond loopback.
-            if self.node_rank == 0:
-                self.host = StoreHost.bind(requested_port(env), local_only=plugin.all_ranks_local)
-            port = self.host.port if self.host is not None else env.main_port()
-            self.rendezvous = Rendezvous(
-                env.main_address(), port, self.host, key=job_key(plugin.all_ranks_local, env.env)
-            )
+            self.rendezvous = bind_rendezvous(plugin, env)  # before any child starts
+            self.host = self.rendezvous.host
             self.child_extra = {ENV_JOB_KEY: self.rendezvous.key, **(attempt or Attempt()).env()}
             if skip:
                 self.child_extra[ENV_SKIP_STAGES] = str(skip)
-            self.files = JobFiles()
-            self.context = ProcessContext(_WHAT, self.record_of, rank_zero=self.rank_zero)
+            self.files = files = JobFiles()
+            self.context = ProcessContext(_WHAT, files.record_of, rank_zero=self.rank_zero)
             self.context.start(self._children(argv))
         except BaseException:
             self.close()
@@ -111,8 +114,9 @@ class ScriptJob:
         self._previous_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.at_exit)
-        watch = ChildWatch(self)
-        self._watcher = threading.Thread(target=watch.run, name="ddpkit-watch", daemon=True)
+        self._watcher = threading.Thread(
+            target=_watch_children, args=(self,), name="ddpkit-watch", daemon=True
+        )
         self._watcher.start()
 
     # -- start ----------------------------------------------------------------------------------
@@ -120,7 +124,7 @@ class ScriptJob:
     def _children(self, command: list[str]) -> list[tuple[int, Callable[[], Proc]]]:
         """How each child starts: this script again, with its rank's environment."""
         assert self.files is not None
-        starters = []
+        starters: list[tuple[int, Callable[[], Proc]]] = []
         for local_rank in range(1, self.num_processes):
             rank = self.rank_zero.rank + local_rank
             env = rank_env(
@@ -131,15 +135,15 @@ class ScriptJob:
                 node_rank=self.node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(self.files.error_file(rank)),
-                stage_file=str(self.files.stage_file(rank)),
-                extra=self.child_extra,
+                extra={
+                    ENV_ERROR_FILE: str(self.files.error_file(rank)),
+                    ENV_STAGE_FILE: str(self.files.stage_file(rank)),
+                    **self.child_extra,
+                },
             )
-            starters.append((rank, _starter(command, env)))
+            cannot = f"could not start local rank {local_rank}"
+            starters.append((rank, functools.partial(start_rank, command, env, cannot, _FIX)))
         return starters
-
-    def record_of(self, rank: int) -> ErrorRecord | None:
-        return None if self.files is None else self.files.record_of(rank)
 
     def stages_of(self, rank: int) -> int:
         """How many stages a child has started (it says so in its stage file)."""
@@ -207,9 +211,8 @@ class ScriptJob:
         signum = self.signals.signum
         if signum is not None:
             sup.conclude(Interrupted(signum))
-        if exc is not None and not sup.claimed:
-            self._wait_for_root_cause(exc)
         if exc is not None:
+            self._wait_for_root_cause(exc)  # returns at once when the job has ended already
             # Nobody else saw a failure: rank zero is the root cause.
             rank = self.rank_zero.rank
             sup.conclude(RankZeroFailed(exc, f"after rank {rank} failed ({first_line(exc)})"))
@@ -224,13 +227,13 @@ class ScriptJob:
     def _wait_for_root_cause(self, exc: BaseException) -> None:
         """Rank zero often fails *because* a child died (its collective lost the peer): give the
         supervisor a moment to see that death, so the report blames the right rank."""
-        wait = RANK_ZERO_PEER_LOSS_SECONDS if _is_consequence(exc) else 0.0
+        consequence = isinstance(exc, StageAbort) or is_peer_loss(exc)
+        wait = RANK_ZERO_PEER_LOSS_SECONDS if consequence else 0.0
         deadline = time.monotonic() + wait
         sup = self.context
         while not sup.claimed:
-            failed = first_failure(sup.ranks, self.record_of)
-            exited = [h for h in sup.ranks if h.poll() is not None]
-            culprit = failed or (exited[0] if exited else None)
+            exited = (h for h in sup.ranks if h.poll() is not None)
+            culprit = first_failure(sup.ranks, sup.record_of) or next(exited, None)
             if culprit is not None:
                 sup.conclude(ChildFailed(culprit))
                 return
@@ -305,18 +308,82 @@ class ScriptJob:
             self.host.close()
 
 
-def _starter(command: list[str], env: dict[str, str]) -> Callable[[], Proc]:
-    def start() -> Proc:
-        try:
-            return start_popen(command, env)
-        except OSError as err:
-            raise LaunchError(
-                f"could not start local rank {env['LOCAL_RANK']} ({' '.join(command)}): {err}. "
-                f"Fix: check that the command runs on its own (the interpreter and the script "
-                f"exist and are executable)."
-            ) from err
+# -- the supervisor thread: polls the children while rank zero runs its stages, and hands what it
+# sees to the job's ProcessContext --------------------------------------------------------------
 
-    return start
+
+def _watch_children(job: ScriptJob) -> None:
+    """Poll the children of ``job`` until the job ends."""
+    ctx = job.context
+    early_exit_since: float | None = None
+    while not ctx.claimed:
+        outcome = ctx.look(job.signals)
+        if outcome is None and (silent := _silent_after_stall(job)) is not None:
+            outcome = ChildFailed(silent)
+        if outcome is not None:
+            if ctx.conclude(outcome):
+                _unwind_stage(job)
+            return
+        exited = [h for h in ctx.ranks if h.poll() is not None]
+        if exited and len(exited) == len(ctx.ranks) and not job.interrupter.armed:
+            return  # every child finished its script
+        if exited and job.interrupter.armed and job.rank_zero.stall is None:
+            # A child that finished its script while rank zero is in a stage never joins
+            # it: at once if it never started this stage, after the grace period if it did
+            # (the very end of a stage may race with a fast child's exit).
+            early_exit_since = early_exit_since or time.monotonic()
+            never_started = job.stages_of(exited[0].rank) < job.stages
+            waited = time.monotonic() - early_exit_since > GRACE_SECONDS
+            if (never_started or waited) and ctx.conclude(ChildFailed(exited[0])):
+                _unwind_stage(job)
+                return
+        else:
+            early_exit_since = None
+        ahead = [h for h in ctx.ranks if job.stages_of(h.rank) > job.stages]
+        if job.exiting and ahead:
+            _stage_without_rank_zero(job, ahead[0])
+            return
+
+
+def _stage_without_rank_zero(job: ScriptJob, ahead: Rank) -> None:
+    n = job.stages_of(ahead.rank)
+    rank = job.rank_zero.rank
+    note = (
+        f"started its stage #{n} after rank {rank}'s script had ended with {job.stages}: "
+        f"every rank must make the same Trainer calls (a call under "
+        f"`if not trainer.is_global_zero:` runs on the other ranks only)"
+    )
+    job.context.conclude(
+        ChildFailed(ahead, note=note, rank_zero_note="this process; its script ended")
+    )
+
+
+def _unwind_stage(job: ScriptJob) -> None:
+    """Unwind rank zero's stage; if it cannot be (a C call that never returns), report and
+    end this process after the grace period."""
+    if job.interrupter.interrupt(GRACE_SECONDS):
+        return
+    error = job.context.error
+    if error is not None:
+        sys.stderr.write(f"ddpkit: {error}\n")
+    sys.stderr.write(
+        f"ddpkit: rank {job.rank_zero.rank}'s main thread did not return within "
+        f"{GRACE_SECONDS:g} s (it is inside a call that cannot be interrupted); ending this "
+        f"process.\n"
+    )
+    sys.stderr.flush()
+    job.close()
+    signum = job.context.interrupted
+    os._exit(128 + signum if signum is not None else 1)
+
+
+def _silent_after_stall(job: ScriptJob) -> Rank | None:
+    """A child that has not answered the stall alarm long after rank zero did: it never
+    arrived, and is stuck where even its watchdog thread cannot run."""
+    since = job.rank_zero.stall_at
+    if since is None or time.monotonic() - since < STALL_GATHER_SECONDS:
+        return None
+    return next((h for h in job.context.ranks if h.poll() is None), None)
 
 
 _job: ScriptJob | None = None

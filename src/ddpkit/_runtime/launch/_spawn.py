@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import faulthandler
 import functools
-import io
 import os
 import pickle
 import sys
@@ -23,7 +22,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from ddpkit._runtime.launch._base import Launcher
-from ddpkit._runtime.launch._env import launchable_environment, rank_env, requested_port
+from ddpkit._runtime.launch._env import bind_rendezvous, launchable_environment, rank_env
 from ddpkit._runtime.launch._fork import (
     as_if_unpickled,
     check_fork_safe,
@@ -35,14 +34,14 @@ from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import MpProcess, Proc
 from ddpkit._runtime.process.signals import SignalFlag
 from ddpkit._runtime.ranks._errorfile import report_rank_failure
-from ddpkit._runtime.ranks._lifeline import die_with_parent, watch_parent
+from ddpkit._runtime.ranks._lifeline import preexec_for_rank, watch_parent
 from ddpkit._runtime.ranks._names import (
     ENV_ERROR_FILE,
     ENV_FAULTHANDLER,
     ENV_JOB_KEY,
     ENV_PARENT_PID,
 )
-from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost, job_key
+from ddpkit._runtime.ranks._rendezvous import Rendezvous, StoreHost
 from ddpkit._runtime.ranks._scratch import write_private
 from ddpkit._runtime.restart.attempt import Attempt
 from ddpkit._runtime.restart.attempts import run_attempts
@@ -64,9 +63,9 @@ def check_main_guard() -> None:
     if main is None or not path or getattr(main, "__spec__", None) is not None:
         return  # no script (REPL, notebook) or `python -m`: nothing to check
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
-            break
+    while frame is not None and not (
+        frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
+    ):
         frame = frame.f_back
     if frame is None:
         return
@@ -75,11 +74,13 @@ def check_main_guard() -> None:
         tree = ast.parse(Path(path).read_text())
     except (OSError, SyntaxError):
         return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_main_test(node.test):
-            end = node.end_lineno or node.lineno
-            if node.lineno <= line <= end:
-                return
+    if any(
+        isinstance(node, ast.If)
+        and _is_main_test(node.test)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    ):
+        return
     raise LaunchError(
         f"ddp_spawn: {path}, line {line}, starts training at the top level of the script. "
         f"Every spawned rank imports this script again and would start training again. "
@@ -111,10 +112,8 @@ def _spawned_rank(
         in_forked_rank()
     # A forkserver's rank is the server's child; the server ends when the launcher does.
     parent = os.getppid() if served else int(env[ENV_PARENT_PID])
-    # Its own process group: the terminal's Ctrl-C reaches the launcher only, which forwards it;
-    # ending the group also ends the rank's own children (data-loader workers).
-    os.setpgid(0, 0)
-    die_with_parent(parent)
+    # Its own process group and death with the parent, as a rank started by Popen gets them.
+    preexec_for_rank(parent)()
     watch_parent(parent)
     # Before unpickling: the environment objects of the payload read this rank's variables
     # (and the rank's side of each stage watches the same parent).
@@ -175,23 +174,6 @@ def _context(start_method: str) -> Any:
     return ctx
 
 
-class _ResourceTracker:
-    """multiprocessing's resource tracker, a helper process that spawn starts on first use and
-    that otherwise lingers until the launching process exits (and a moment after). Started by
-    this launch, it is stopped with it: no process of the job outlives ``launch``."""
-
-    def __init__(self) -> None:
-        from multiprocessing import resource_tracker
-
-        tracker: Any = resource_tracker._resource_tracker  # private: stopped only if we started it
-        self._tracker = tracker
-        self._was_running = tracker._fd is not None
-
-    def stop_if_started(self) -> None:
-        if not self._was_running:
-            self._tracker._stop()
-
-
 class SpawnLauncher(Launcher):
     """The parent only supervises: every rank is spawned, rank zero's result comes back through
     a file in a private temporary directory (removed on every exit path). SIGINT/SIGTERM to the
@@ -234,7 +216,13 @@ class SpawnLauncher(Launcher):
         files = JobFiles()
         host: StoreHost | None = None
         signals = SignalFlag()
-        tracker = _ResourceTracker()
+        from multiprocessing import resource_tracker
+
+        # multiprocessing's resource tracker, a helper process that spawn starts on first use and
+        # that otherwise lingers until the launching process exits (and a moment after). Started
+        # by this launch, it is stopped with it: no process of the job outlives ``launch``.
+        tracker: Any = resource_tracker._resource_tracker  # private: stopped only if we started it
+        tracker_was_running = tracker._fd is not None
         context = ProcessContext(_WHAT, files.record_of)
         try:
             # A file, not a Process argument: spawn writes the arguments into a pipe that the
@@ -242,17 +230,11 @@ class SpawnLauncher(Launcher):
             # larger than the pipe (the data set) would start the ranks one by one.
             if isinstance(payload, bytes):
                 write_private(files.path / "payload.pkl", payload)
-            if self.plugin.node_rank == 0:
-                # Bound before any rank starts and handed open to rank 0's store: no window for
-                # another process to take the port, and a busy MASTER_PORT fails before a rank
-                # exists. Loopback only when every rank is on this machine.
-                host = StoreHost.bind(requested_port(env), local_only=self.plugin.all_ranks_local)
-            port = host.port if host is not None else env.main_port()
+            rendezvous = bind_rendezvous(self.plugin, env)
+            host = rendezvous.host  # handed open to rank 0's store
             with signals:
-                key = job_key(self.plugin.all_ranks_local, env.env)
-                extra = {ENV_JOB_KEY: key, **attempt.env()}
-                main = (env.main_address(), port)
-                starters = self._starters(files, payload, main, host, extra)
+                extra = {ENV_JOB_KEY: rendezvous.key, **attempt.env()}
+                starters = self._starters(files, payload, rendezvous, extra)
                 context.start(starters, failed="after the launcher ended")
                 if host is not None:
                     host.close()  # rank 0 inherited its own descriptor at start
@@ -272,15 +254,15 @@ class SpawnLauncher(Launcher):
             if host is not None:
                 host.close()
             signals.close()
-            tracker.stop_if_started()
+            if not tracker_was_running:
+                tracker._stop()
             files.close()
 
     def _starters(
         self,
         files: JobFiles,
         payload: bytes | tuple[Any, ...],
-        main: tuple[str, int],
-        host: StoreHost | None,
+        rendezvous: Rendezvous,
         extra: dict[str, str],
     ) -> list[tuple[int, Callable[[], Proc]]]:
         """How each rank of this node starts: a process of the start method's context."""
@@ -293,14 +275,13 @@ class SpawnLauncher(Launcher):
                 # A rank's own variables only (it inherits this process's); the user's say on
                 # faulthandler is kept, rank_env switches it on otherwise.
                 {k: os.environ[k] for k in (ENV_FAULTHANDLER,) if k in os.environ},
-                main_address=main[0],
-                main_port=main[1],
+                main_address=rendezvous.address,
+                main_port=rendezvous.port,
                 world_size=self.plugin.world_size,
                 node_rank=node_rank,
                 local_rank=local_rank,
                 parent_pid=os.getpid(),
-                error_file=str(files.error_file(rank)),
-                extra=extra,
+                extra={ENV_ERROR_FILE: str(files.error_file(rank)), **extra},
             )
             process = mp_context.Process(
                 target=_spawned_rank,
@@ -308,7 +289,7 @@ class SpawnLauncher(Launcher):
                     str(files.path / "payload.pkl") if isinstance(payload, bytes) else payload,
                     child_env,
                     str(files.path / "result.pt"),
-                    host.sock if (host is not None and rank == 0) else None,
+                    rendezvous.host.sock if (rendezvous.host is not None and rank == 0) else None,
                     self.plugin.start_method == "forkserver",
                 ),
                 name=f"ddpkit-rank{rank}",
@@ -317,11 +298,10 @@ class SpawnLauncher(Launcher):
         return starters
 
     def _pickle(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> bytes:
-        buffer = io.BytesIO()
         payload = (self.plugin, fn, args, rng.encode(rng.capture()))
         try:
             refuse_main_references(payload)
-            pickle.dump(payload, buffer)
+            return pickle.dumps(payload)
         except LaunchError:
             raise
         except Exception as err:
@@ -332,4 +312,3 @@ class SpawnLauncher(Launcher):
                 f"files), or use strategy='ddp', which re-runs the script instead (from a "
                 f"notebook: strategy='ddp_notebook', which forks the ranks)."
             ) from err
-        return buffer.getvalue()

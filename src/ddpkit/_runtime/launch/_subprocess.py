@@ -25,6 +25,7 @@ its parent).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -77,10 +78,8 @@ class SubprocessLauncher(Launcher):
 
         def once(attempt: Attempt) -> R:
             job = job_for(self.plugin, child_command, attempt)
-            if not max_restarts:
-                return job.run(self.plugin, stage, fn, args)
             # This process is rank 0 and runs the attempt itself: it learns it in-process.
-            with attempt_in_process(attempt):
+            with attempt_in_process(attempt) if max_restarts else contextlib.nullcontext():
                 return job.run(self.plugin, stage, fn, args)
 
         rank = self.plugin.node_rank * self.plugin.num_processes

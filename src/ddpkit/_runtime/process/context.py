@@ -92,15 +92,6 @@ class RankZero:
         )
 
 
-def report_interrupt(signum: int, what: str, fates: Sequence[RankFailure]) -> None:
-    """After SIGINT/SIGTERM ended every rank: one line per rank on stderr."""
-    name = signal.Signals(signum).name
-    lines = [f"ddpkit: {name}: every rank of {what} ended:"]
-    lines += [f"  {fate.line()}" for fate in fates]
-    sys.stderr.write("\n".join(lines) + "\n")
-    sys.stderr.flush()
-
-
 def _note_ends(ranks: Sequence[Rank]) -> list[Rank]:
     """Note when each rank is seen to have ended; those seen now."""
     ended = [r for r in ranks if r.ended_at is None and r.poll() is not None]
@@ -165,10 +156,10 @@ class ProcessContext:
 
     # -- poll --------------------------------------------------------------------------------
 
-    def look(self, signals: SignalFlag, timeout: float = POLL_SECONDS) -> Outcome | None:
-        """Wait up to ``timeout`` s (a signal wakes it), then look once: an interrupt, or the
-        first rank that failed; None while nothing has ended the job."""
-        if (signum := signals.wait(timeout)) is not None:
+    def look(self, signals: SignalFlag) -> Outcome | None:
+        """Wait up to :data:`~.ending.POLL_SECONDS` (a signal wakes it), then look once: an
+        interrupt, or the first rank that failed; None while nothing has ended the job."""
+        if (signum := signals.wait(POLL_SECONDS)) is not None:
             return Interrupted(signum)
         failed = first_failure(self.ranks, self.record_of)
         return None if failed is None else ChildFailed(failed)
@@ -257,13 +248,16 @@ class ProcessContext:
 
     # -- the outcomes ------------------------------------------------------------------------
 
-    def _who(self) -> str:
-        return "the launcher" if self.rank_zero is None else f"rank {self.rank_zero.rank}"
-
     def _interrupted(self, signum: int) -> None:
+        """After SIGINT/SIGTERM ended every rank: one line per rank on stderr."""
         self.interrupted = signum
         name = signal.Signals(signum).name
-        report_interrupt(signum, self.what, self.close(f"after {self._who()} received {name}"))
+        who = "the launcher" if self.rank_zero is None else f"rank {self.rank_zero.rank}"
+        fates = self.close(f"after {who} received {name}")
+        lines = [f"ddpkit: {name}: every rank of {self.what} ended:"]
+        lines += [f"  {fate.line()}" for fate in fates]
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
         self.error = exit_exception(signum)
 
     def _child_failed(self, outcome: ChildFailed) -> None:

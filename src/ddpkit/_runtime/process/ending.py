@@ -66,15 +66,6 @@ class Blame(IntEnum):
     FINISHED = 6
 
 
-def blame_of(record: ErrorRecord) -> Blame:
-    """A rank's place in the order of blame, from the error file it left."""
-    if record.kind == "peer_loss":
-        return Blame.CONSEQUENCE
-    if record.kind == "stall" and record.never_arrived:
-        return Blame.NEVER_ARRIVED
-    return Blame.FAILED
-
-
 def first_failure(handles: Sequence[Rank], record_of: RecordOf | None = None) -> Rank | None:
     """The lowest rank that exited with a non-zero status (or a signal), or that left an error
     report: a rank that raised is known as the root cause before its interpreter has finished
@@ -91,15 +82,13 @@ def _failed(h: Rank, record_of: RecordOf | None) -> bool:
 
 
 def _blame(h: Rank, record_of: RecordOf) -> Blame:
+    """A rank's place in the order of blame, from the error file it left."""
     record = record_of(h.rank)
-    return Blame.FAILED if record is None else blame_of(record)
-
-
-def _candidates(handles: Sequence[Rank], record_of: RecordOf) -> list[Rank]:
-    """Every failed rank in the order of blame (lowest rank first within a place): those that
-    failed on their own before those that only lost a peer."""
-    failed = [h for h in handles if _failed(h, record_of)]
-    return sorted(failed, key=lambda h: (_blame(h, record_of), h.rank))
+    if record is not None and record.kind == "peer_loss":
+        return Blame.CONSEQUENCE
+    if record is not None and record.kind == "stall" and record.never_arrived:
+        return Blame.NEVER_ARRIVED
+    return Blame.FAILED
 
 
 def choose_root(
@@ -110,30 +99,32 @@ def choose_root(
     others_never_arrived: Callable[[], bool] = lambda: False,
     others_reported: Callable[[], bool] = lambda: True,
     gather: float = STALL_GATHER_SECONDS,
-    peer_loss_wait: float = CONSEQUENCE_WAIT_SECONDS,
 ) -> Rank | None:
     """The root cause, given the first rank seen failing.
 
     A rank that raised or died on its own comes before one whose collective only lost its peer
-    (that one is waited for up to ``peer_loss_wait`` s: the rank that went first shows up at
-    once, as its process is gone). A stall report: wait (up to ``gather`` s) for every rank to
-    report, then the lowest rank that never arrived; a rank that did not report at all is one
-    (it is stuck where even its watchdog thread cannot run). ``None`` when the rank that never
-    arrived is not among ``handles`` (``others_never_arrived``: rank zero of the subprocess
-    launcher, which is the supervising process itself; ``others_reported``: its own watchdog
-    has written its answer to the alarm, which it does only once every other rank answered).
+    (that one is waited for up to :data:`CONSEQUENCE_WAIT_SECONDS`: the rank that went first
+    shows up at once, as its process is gone). A stall report: wait (up to ``gather`` s) for
+    every rank to report, then the lowest rank that never arrived; a rank that did not report
+    at all is one (it is stuck where even its watchdog thread cannot run). ``None`` when the rank
+    that never arrived is not among ``handles`` (``others_never_arrived``: rank zero of the
+    subprocess launcher, which is the supervising process itself; ``others_reported``: its own
+    watchdog has written its answer to the alarm, which it does only once every other rank
+    answered).
     """
     record = record_of(first.rank)
     if record is not None and record.kind == "stall":
         return _stalled_root(
             handles, first, record_of, others_never_arrived, others_reported, gather
         )
-    deadline = time.monotonic() + peer_loss_wait
+    deadline = time.monotonic() + CONSEQUENCE_WAIT_SECONDS
     while True:
-        candidates = _candidates(handles, record_of) or [first]
-        consequence = _blame(candidates[0], record_of) is Blame.CONSEQUENCE
-        if not consequence or time.monotonic() >= deadline:
-            return candidates[0]
+        # The failed rank first in the order of blame (the lowest rank first within a place):
+        # one that failed on its own before one that only lost a peer.
+        failed = [h for h in handles if _failed(h, record_of)]
+        root = min(failed, key=lambda h: (_blame(h, record_of), h.rank), default=first)
+        if _blame(root, record_of) is not Blame.CONSEQUENCE or time.monotonic() >= deadline:
+            return root
         time.sleep(POLL_SECONDS)
 
 
@@ -151,16 +142,10 @@ def _stalled_root(
     ):
         time.sleep(POLL_SECONDS)
     ordered = sorted(handles, key=lambda h: h.rank)
-    for h in ordered:
-        r = record_of(h.rank)
-        if r is not None and r.kind == "stall" and r.never_arrived:
-            return h
-    if others_never_arrived():
-        return None
-    for h in ordered:
-        if h.poll() is None:
-            return h
-    return first
+    never = next((h for h in ordered if _blame(h, record_of) is Blame.NEVER_ARRIVED), None)
+    if never is not None or others_never_arrived():
+        return never
+    return next((h for h in ordered if h.poll() is None), first)
 
 
 @dataclass(frozen=True)

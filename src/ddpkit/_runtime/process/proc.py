@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ddpkit._runtime.ranks._lifeline import preexec_for_rank
+from ddpkit.errors import LaunchError
 
 
 class Proc(Protocol):
@@ -29,17 +30,6 @@ class Proc(Protocol):
 
     def poll(self) -> int | None:
         """The exit code (negative: the signal), or None while running."""
-
-
-def signal_group(pid: int, sig: int) -> None:
-    """Signal ``pid`` and, when it leads its own process group, the whole group."""
-    try:
-        if os.getpgid(pid) == pid:  # the rank leads its own process group
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 @dataclass
@@ -60,10 +50,16 @@ class Rank:
         return self.proc.poll()
 
     def send_signal(self, sig: int) -> None:
-        """Signal the rank and its own children (its process group) while it runs."""
+        """Signal the rank and, when it leads its own process group, its own children (the
+        group) while it runs."""
         # poll() first: once the rank is reaped its pid may belong to someone else.
-        if self.proc.poll() is None:
-            signal_group(self.proc.pid, sig)
+        if self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(self.pid) == self.pid:  # the rank leads its own process group
+                os.killpg(self.pid, sig)
+            else:
+                os.kill(self.pid, sig)
 
 
 class MpProcess:
@@ -113,6 +109,17 @@ class ForkedChild:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
+
+
+def start_rank(
+    command: Sequence[str], env: Mapping[str, str], cannot: str, fix: str
+) -> subprocess.Popen[bytes]:
+    """:func:`start_popen` for a launcher's rank; a :class:`~ddpkit.errors.LaunchError` that
+    says it ``cannot`` start what, and the ``fix``, when the command does not start."""
+    try:
+        return start_popen(command, env)
+    except OSError as err:
+        raise LaunchError(f"{cannot} ({' '.join(command)}): {err}. Fix: {fix}") from err
 
 
 def start_popen(

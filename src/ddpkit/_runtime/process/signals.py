@@ -14,6 +14,7 @@ it learns of the signal at once whatever the main thread is doing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -95,18 +96,12 @@ class SignalFlag:
         (None where the handler is not in: the process keeps its usual signal behaviour)."""
         if not self._closed:
             ready, _, _ = select.select([self._read_fd], [], [], timeout)
-            if ready:
-                self._drain()
+            with contextlib.suppress(BlockingIOError):
+                data = os.read(self._read_fd, 512) if ready else b""
+                first = next((b for b in data if b in SIGNALS), None)
+                if first is not None and self.signum is None:  # the first signal stands
+                    self.signum = first
         return self.signum if self._installed else None
-
-    def _drain(self) -> None:
-        try:
-            data = os.read(self._read_fd, 512)
-        except BlockingIOError:
-            return
-        for byte in data:
-            if byte in SIGNALS and self.signum is None:
-                self.signum = byte
 
     def close(self) -> None:
         if not self._closed:

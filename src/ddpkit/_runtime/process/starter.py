@@ -13,11 +13,12 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_requests: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]]] = queue.SimpleQueue()
+_requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
 
@@ -26,9 +27,9 @@ def _serve() -> None:
     while True:
         fn, reply = _requests.get()
         try:
-            reply.put((True, fn()))
+            reply.set_result(fn())
         except BaseException as exc:
-            reply.put((False, exc))
+            reply.set_exception(exc)
 
 
 def start_in_lifetime_thread(fn: Callable[[], T]) -> T:
@@ -39,9 +40,6 @@ def start_in_lifetime_thread(fn: Callable[[], T]) -> T:
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_serve, name="ddpkit-starter", daemon=True)
             _thread.start()
-    reply: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    reply: Future[T] = Future()
     _requests.put((fn, reply))
-    ok, value = reply.get()
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+    return reply.result()

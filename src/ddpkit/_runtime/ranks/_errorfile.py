@@ -9,15 +9,15 @@ show the traceback, even before the rank's interpreter has finished exiting.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from ddpkit._runtime.ranks._scratch import write_private
 from ddpkit._tracebacks import fold
@@ -28,7 +28,7 @@ ErrorKind = Literal["exception", "peer_loss", "stall"]
 _KINDS: tuple[ErrorKind, ...] = ("exception", "peer_loss", "stall")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ErrorRecord:
     """What a failing rank left in its error file."""
 
@@ -47,6 +47,12 @@ class ErrorRecord:
     def shown_traceback(self, verbose: bool) -> str:
         """The traceback a report shows: folded, unless ``verbose`` asks for every frame."""
         return self.traceback if verbose or not self.folded else self.folded
+
+
+#: the fields an error file may leave out, each read as its default's type
+_OPTIONAL: dict[str, Callable[[Any], Any]] = {
+    f.name: type(f.default) for f in dataclasses.fields(ErrorRecord)[2:]
+}
 
 
 def is_peer_loss(exc: BaseException) -> bool:
@@ -78,17 +84,10 @@ def write_error_file(
     where: str = "",
 ) -> None:
     """Called in a failing rank: leave its report for the supervisor (0600, atomic rename)."""
-    record = {
-        "pid": os.getpid(),
-        "traceback": traceback_text,
-        "kind": kind,
-        "note": note,
-        "never_arrived": never_arrived,
-        "summary": summary,
-        "folded": folded,
-        "where": where,
-    }
-    write_private(path, json.dumps(record).encode())
+    record = ErrorRecord(
+        os.getpid(), traceback_text, kind, note, never_arrived, summary, folded, where
+    )
+    write_private(path, json.dumps(dataclasses.asdict(record)).encode())
 
 
 def report_rank_failure(path: str | None, exc: BaseException) -> bool:
@@ -150,19 +149,14 @@ def read_error_file(path: str | os.PathLike[str]) -> ErrorRecord | None:
     """The record a rank left at ``path``; None when there is none (yet) or it is unreadable."""
     try:
         data = json.loads(Path(path).read_text())
-        kind = str(data.get("kind", "exception"))
-        return ErrorRecord(
-            pid=int(data["pid"]),
-            traceback=str(data["traceback"]),
-            kind=kind if kind in _KINDS else "exception",
-            note=str(data.get("note", "")),
-            never_arrived=bool(data.get("never_arrived", False)),
-            summary=str(data.get("summary", "")),
-            folded=str(data.get("folded", "")),
-            where=str(data.get("where", "")),
+        record = ErrorRecord(
+            int(data["pid"]),
+            str(data["traceback"]),
+            **{name: read(data[name]) for name, read in _OPTIONAL.items() if name in data},
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+    return record if record.kind in _KINDS else dataclasses.replace(record, kind="exception")
 
 
 def raised(record: ErrorRecord) -> str:

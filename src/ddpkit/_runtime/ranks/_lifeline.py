@@ -51,10 +51,11 @@ def die_with_parent(
 def preexec_for_rank(
     parent_pid: int, *, own_group: bool = True, death_signal: int = signal.SIGTERM
 ) -> Callable[[], None]:
-    """The ``preexec_fn`` of a process started with ``subprocess.Popen``: its own process group
-    (``own_group``: the terminal's Ctrl-C reaches the launcher only, which forwards it; ending
-    the group also ends the rank's own children, such as data-loader workers; a process started
-    in a session of its own leads its group already) and death with the parent.
+    """The ``preexec_fn`` of a process started with ``subprocess.Popen`` (and the first call of a
+    rank that ``multiprocessing`` started): its own process group (``own_group``: the terminal's
+    Ctrl-C reaches the launcher only, which forwards it; ending the group also ends the rank's
+    own children, such as data-loader workers; a process started in a session of its own leads
+    its group already) and death with the parent.
 
     libc is looked up here, in the parent: between fork and exec only the call itself runs."""
     prctl = _prctl()

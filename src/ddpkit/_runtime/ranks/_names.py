@@ -60,13 +60,3 @@ ENV_TESTING_STORE_FD = "DDPKIT_TESTING_STORE_FD"
 ENV_ZYGOTE_FD = "DDPKIT_ZYGOTE_FD"
 #: the modules the zygote preloads
 ENV_ZYGOTE_PRELOAD = "DDPKIT_ZYGOTE_PRELOAD"
-
-#: every variable a launcher of ddpkit's sets for a rank; nothing else of the environment changes
-RANK_VARIABLES = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "WORLD_SIZE",
-    "NODE_RANK",
-    "LOCAL_RANK",
-    ENV_PARENT_PID,
-)

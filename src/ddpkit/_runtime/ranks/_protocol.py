@@ -50,9 +50,9 @@ def skip_stage(env: Mapping[str, str] | None = None) -> bool:
 
 
 @contextlib.contextmanager
-def rank_stage(env: Mapping[str, str] | None = None) -> Iterator[int]:
+def rank_stage() -> Iterator[int]:
     """Around one stage of this rank; yields the stage's number in this process."""
-    env = os.environ if env is None else env
+    env = os.environ
     number = next(_stage_count)
     parent = env.get(ENV_PARENT_PID, "")
     if parent.isdecimal():

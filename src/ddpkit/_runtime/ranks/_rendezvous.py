@@ -75,16 +75,12 @@ class StoreHost:
         self.sock.close()
 
 
-def new_key() -> str:
-    """A job's key: the prefix of every store key of the job (see the module docstring)."""
-    return secrets.token_hex(16)
-
-
 def job_key(all_ranks_local: bool, env: Mapping[str, str]) -> str:
-    """The key of a job a launcher of ddpkit's starts: made here when every rank is this
-    launcher's. Nodes started by hand cannot hand each other a key made on one of them: they use
-    the one every node was given (``DDPKIT_JOB_KEY``, docs/reliability.md), or none."""
-    return new_key() if all_ranks_local else env.get(ENV_JOB_KEY, "")
+    """The key of a job a launcher of ddpkit's starts (the prefix of every store key of the job,
+    see the module docstring): made here when every rank is this launcher's. Nodes started by
+    hand cannot hand each other a key made on one of them: they use the one every node was given
+    (``DDPKIT_JOB_KEY``, docs/reliability.md), or none."""
+    return secrets.token_hex(16) if all_ranks_local else env.get(ENV_JOB_KEY, "")
 
 
 @dataclass(frozen=True)
@@ -120,21 +116,15 @@ _hosts: dict[int, StoreHost] = {}
 _hosts_lock = threading.Lock()
 
 
-def host_for(port: int, *, local_only: bool) -> StoreHost:
+def host_for(port: int | None, *, local_only: bool) -> StoreHost:
     """The store host of ``port`` in this process, bound on first use (srun's rank 0, whose
-    port comes from the job and which no launcher of ddpkit's started)."""
+    port comes from the job and which no launcher of ddpkit's started). ``None``: a new one on a
+    port the kernel picks, kept the same way (a later call finds it by its port), for a rank 0
+    that must tell the others its port before its store starts (an MPI job without
+    MASTER_PORT)."""
     with _hosts_lock:
-        host = _hosts.get(port)
+        host = None if port is None else _hosts.get(port)
         if host is None:
-            host = _hosts[port] = StoreHost.bind(port, local_only=local_only)
+            host = StoreHost.bind(port, local_only=local_only)
+            _hosts[host.port] = host
         return host
-
-
-def host_on_free_port(*, local_only: bool) -> StoreHost:
-    """A store host on a port the kernel picks, kept like :func:`host_for`'s (which later finds
-    it by its port): for a rank 0 that must tell the others its port before its store starts
-    (an MPI job without MASTER_PORT)."""
-    host = StoreHost.bind(None, local_only=local_only)
-    with _hosts_lock:
-        _hosts[host.port] = host
-    return host

@@ -18,12 +18,12 @@ ARGS``; this module then runs TARGET exactly as ``python -u TARGET ARGS`` would 
 
 from __future__ import annotations
 
+import datetime
 import os
 import runpy
 import sys
 import threading
 import traceback
-from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -141,26 +141,16 @@ class CollectiveSampler:
 
         env = os.environ
         attempt = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+        address, port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
         return StallWatchdog(
             rank=int(env["RANK"]),
             world_size=int(env["WORLD_SIZE"]),
             timeout=self.timeout,
-            store=_store_client(env["MASTER_ADDR"], int(env["MASTER_PORT"])),
+            store=lambda: dist.TCPStore(
+                address, port, is_master=False, timeout=datetime.timedelta(seconds=30)
+            ),
             prefix=f"ddpkit/run/attempt{attempt}/",
         )
-
-
-def _store_client(address: str, port: int) -> Callable[[], Any]:
-    def make() -> Any:
-        import datetime
-
-        import torch.distributed as dist
-
-        return dist.TCPStore(  # type: ignore[attr-defined]
-            address, port, is_master=False, timeout=datetime.timedelta(seconds=30)
-        )
-
-    return make
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -52,15 +52,11 @@ def write_private(path: str | os.PathLike[str], data: bytes | Callable[[BinaryIO
     atomic_write(path, data, private=True)
 
 
-def _read_first_line(path: str) -> str | None:
+def _this_boot() -> str | None:
     try:
-        return Path(path).read_text().strip() or None
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:
         return None
-
-
-def _this_boot() -> str | None:
-    return _read_first_line("/proc/sys/kernel/random/boot_id")
 
 
 def _this_pid_namespace() -> str | None:

@@ -159,11 +159,10 @@ class StallWatchdog:
             if since is not None and time.monotonic() - since > self.timeout:
                 value = f"{self.rank} {self.arrivals} {self._where}"
                 store.compare_set(alarm, "", value)  # the first rank to see the stall wins
-                self._answer(store, store.get(alarm).decode())
-                return
-            if store.check([alarm]):
-                self._answer(store, store.get(alarm).decode())
-                return
+            elif not store.check([alarm]):
+                continue
+            self._answer(store, store.get(alarm).decode())
+            return
 
     def _answer(self, store: Any, alarm: str) -> None:
         if self._stop.is_set():
@@ -206,12 +205,9 @@ class StallWatchdog:
         deadline = time.monotonic() + ANSWER_SECONDS
         while time.monotonic() < deadline and not store.check(list(keys.values())):
             time.sleep(0.05)
-        behind = []
-        for r, key in keys.items():
-            if not store.check([key]):
-                behind.append(r)
-                continue
-            _, waiting = store.get(key).decode().split()
-            if waiting == "0":
-                behind.append(r)
-        return behind
+        # An answer is "<collectives entered> <waiting: 1 or 0>".
+        return [
+            r
+            for r, key in keys.items()
+            if not store.check([key]) or store.get(key).decode().split()[1] == "0"
+        ]

@@ -13,18 +13,22 @@ from typing import Any, Protocol
 from torch import nn
 
 
-class Ranks(Protocol):
-    """Who this process is in the job, and ddpkit's own exchanges between the ranks (JSON and
-    bytes in tensors, never a pickle). Every ddpkit training type is one."""
+class _InJob(Protocol):
+    """How many ranks the job has, and whether this process is rank 0."""
 
     @property
     def world_size(self) -> int: ...
 
     @property
-    def global_rank(self) -> int: ...
+    def is_global_zero(self) -> bool: ...
+
+
+class Ranks(_InJob, Protocol):
+    """Who this process is in the job, and ddpkit's own exchanges between the ranks (JSON and
+    bytes in tensors, never a pickle). Every ddpkit training type is one."""
 
     @property
-    def is_global_zero(self) -> bool: ...
+    def global_rank(self) -> int: ...
 
     def broadcast_json(self, obj: Any, src: int = 0) -> Any: ...
 
@@ -68,14 +72,8 @@ class FitPort(Protocol):
         not already)."""
 
 
-class Checkpointing(Protocol):
+class Checkpointing(_InJob, Protocol):
     """A Trainer, as the hook that writes ddpkit's own checkpoint sees it (either Trainer)."""
-
-    @property
-    def world_size(self) -> int: ...
-
-    @property
-    def is_global_zero(self) -> bool: ...
 
     @property
     def sanity_checking(self) -> bool: ...

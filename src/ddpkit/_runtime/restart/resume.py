@@ -56,10 +56,8 @@ def newest_checkpoint(
                 continue
             if since is None or mtime >= since * 1e9:
                 found.append((mtime, Path(entry.path)))
-    for _, path in sorted(found, key=lambda item: item[0], reverse=True):
-        if is_complete(path):
-            return path
-    return None
+    newest_first = sorted(found, key=lambda item: item[0], reverse=True)
+    return next((path for _, path in newest_first if is_complete(path)), None)
 
 
 def resume_line(attempt: Attempt, path: str | None, position: str) -> str:
@@ -117,15 +115,11 @@ class Resume:
             decision = {"path": given, "attempt": None}
             if attempt.number > 0:
                 found = newest_checkpoint(fit.checkpoint_folders(), attempt.since())
-                decision = {
-                    "path": str(found) if found is not None else given,
-                    "attempt": [attempt.number, attempt.max_restarts, attempt.cause],
-                }
+                told = [attempt.number, attempt.max_restarts, attempt.cause]
+                decision = {"path": str(found) if found is not None else given, "attempt": told}
         decision = ranks.broadcast_json(decision)
         told = decision["attempt"]
-        if told is None:
-            return cls(decision["path"])
-        return cls(decision["path"], Attempt(number=told[0], max_restarts=told[1], cause=told[2]))
+        return cls(decision["path"], None if told is None else Attempt(*told))
 
     def announce(self, fit: FitPort, checkpoint: Mapping[str, Any] | None) -> None:
         """Rank 0 of a restarted fit says so: one line, the cause, where it resumes."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 
-from ddpkit._runtime.ranks._rendezvous import host_on_free_port
+from ddpkit._runtime.ranks._rendezvous import host_for
 from ddpkit.errors import MisconfigurationError
 
 
@@ -37,7 +37,7 @@ def exchange_main(*, world_size: int, local_only: bool, launcher: str) -> tuple[
         )
     main: tuple[str, int] | None = None
     if comm.Get_rank() == 0:
-        host = host_on_free_port(local_only=local_only)
+        host = host_for(None, local_only=local_only)
         main = ("127.0.0.1" if local_only else socket.gethostname(), host.port)
     sent: tuple[str, int] = comm.bcast(main, root=0)
     return sent
