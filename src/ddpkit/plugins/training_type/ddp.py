@@ -39,8 +39,15 @@ from ddpkit._runtime.ranks._rendezvous import Rendezvous, host_for
 from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog
 from ddpkit.plugins.environments._base import ClusterEnvironment
 from ddpkit.plugins.environments._local import LocalEnvironment
+from ddpkit.plugins.training_type._base import check_flag
 from ddpkit.plugins.training_type._collectives import DistributedCollectives
-from ddpkit.plugins.training_type._ddp_options import DEFAULT_TIMEOUT, DDPOptions
+from ddpkit.plugins.training_type._ddp_options import (
+    DEFAULT_TIMEOUT,
+    check_ddp_kwargs,
+    check_timeout,
+    ddp_call,
+    parse_backend_option,
+)
 from ddpkit.plugins.training_type._process_group import (
     COLLECTIVE_SLACK,
     agent_store,
@@ -82,18 +89,27 @@ class DDPPlugin(DistributedCollectives):
         **ddp_kwargs: Any,
     ) -> None:
         super().__init__(parallel_devices, num_nodes, cluster_environment, sync_batchnorm)
-        o = DDPOptions.check(
+        call = ddp_call(
             type(self).__name__,
-            find_unused_parameters=find_unused_parameters,
-            static_graph=static_graph,
-            gradient_as_bucket_view=gradient_as_bucket_view,
-            timeout=timeout,
-            process_group_backend=process_group_backend,
-            **ddp_kwargs,
+            {
+                "find_unused_parameters": find_unused_parameters,
+                "static_graph": static_graph,
+                "gradient_as_bucket_view": gradient_as_bucket_view,
+                "timeout": timeout,
+                "process_group_backend": process_group_backend,
+                **ddp_kwargs,
+            },
         )
-        self.find_unused_parameters, self.static_graph = o.find_unused_parameters, o.static_graph
-        self.gradient_as_bucket_view, self.timeout = o.gradient_as_bucket_view, o.timeout
-        self.process_group_backend, self.ddp_kwargs = o.process_group_backend, o.ddp_kwargs
+        self.find_unused_parameters = check_flag(
+            call, "find_unused_parameters", find_unused_parameters
+        )
+        self.static_graph = check_flag(call, "static_graph", static_graph)
+        self.gradient_as_bucket_view = check_flag(
+            call, "gradient_as_bucket_view", gradient_as_bucket_view
+        )
+        self.timeout = check_timeout(call, timeout)
+        self.process_group_backend = parse_backend_option(call, process_group_backend)
+        self.ddp_kwargs = check_ddp_kwargs(call, ddp_kwargs)
         self._reset_run_state()
 
     def _reset_run_state(self) -> None:
