@@ -39,8 +39,7 @@ from ddpkit._runtime.ranks._rendezvous import Rendezvous, host_for
 from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog
 from ddpkit.plugins.environments._base import ClusterEnvironment
 from ddpkit.plugins.environments._local import LocalEnvironment
-from ddpkit.plugins.training_type._base import check_flag
-from ddpkit.plugins.training_type._collectives import DistributedCollectives
+from ddpkit.plugins.training_type._base import TrainingTypePlugin, check_flag
 from ddpkit.plugins.training_type._ddp_options import (
     DEFAULT_TIMEOUT,
     check_ddp_kwargs,
@@ -55,6 +54,7 @@ from ddpkit.plugins.training_type._process_group import (
     start_watchdog,
 )
 from ddpkit.plugins.training_type._unused import unused_parameters_error
+from ddpkit.utilities._exchange import Exchanger
 from ddpkit.utilities._seed import reset_seed
 
 __all__ = ["DDPPlugin"]
@@ -64,11 +64,12 @@ _STAGE_LOCAL = (
     "_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model", "_lightning_module"
 )  # fmt: skip
 
+_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
 
 
-class DDPPlugin(DistributedCollectives):
+class DDPPlugin(TrainingTypePlugin):
     """DDP whose other ranks are **subprocesses that re-run the user's command line** (see the
     module docstring for the options, the stall timeout and what listens where)."""
 
@@ -261,6 +262,63 @@ class DDPPlugin(DistributedCollectives):
         if self._watchdog is None:
             return contextlib.nullcontext()
         return self._watchdog.collective(where)
+
+    # -- collectives ----------------------------------------------------------------------------
+    # Each inside :meth:`collective` (so that the stall watchdog sees a rank waiting in it), each
+    # a no-op without a process group. ``broadcast_object`` / ``all_gather_object`` are torch's
+    # (pickles, for the user's own objects, as in Lightning); ``broadcast_json`` /
+    # ``all_gather_bytes`` carry ddpkit's own exchanges as bytes in tensors
+    # (:mod:`ddpkit.utilities._exchange`): no rank unpickles what another sent.
+
+    def barrier(self, name: str | None = None) -> None:
+        if dist.is_initialized():
+            with self.collective(f"barrier({name})" if name else "barrier"):
+                dist.barrier()
+
+    def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
+        """``reduce_op`` ("sum", "mean", "max", "min") of ``tensor`` over every rank; a new
+        tensor."""
+        if not dist.is_initialized():
+            return tensor
+        world_size, device = self.world_size, self.root_device
+        op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
+        out = tensor.detach().clone().to(device)
+        # gloo has no AVG: sum, then divide.
+        if reduce_op == "mean" and not out.is_floating_point():
+            out = out.float()
+        with self.collective("all_reduce"):
+            dist.all_reduce(out, op=op)
+        if reduce_op == "mean":
+            out = out / world_size
+        return out
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        if not dist.is_initialized():
+            return obj
+        box = [obj]
+        with self.collective("broadcast_object"):
+            dist.broadcast_object_list(box, src=src)
+        return box[0]
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        if not dist.is_initialized():
+            return [obj]
+        out: list[Any] = [None] * self.world_size
+        with self.collective("all_gather_object"):
+            dist.all_gather_object(out, obj)
+        return out
+
+    def broadcast_json(self, obj: Any, src: int = 0) -> Any:
+        return self._exchanger.broadcast_json(obj, src)
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        return self._exchanger.all_gather_bytes(data)
+
+    @property
+    def _exchanger(self) -> Exchanger:
+        return Exchanger(lambda: self.root_device, self.collective)
+
+    # -- the model ------------------------------------------------------------------------------
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm:
