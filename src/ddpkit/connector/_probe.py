@@ -41,17 +41,7 @@ class Probe:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; spawned ranks get a plain copy.
-        return (
-            _rebuild,
-            (
-                self.cuda_available,
-                self.cuda_device_count,
-                dict(self.env),
-                self.interactive,
-                self.cpu_count,
-                self.mpi4py_available,
-            ),
-        )
+        return (_rebuild, ({**self.__dict__, "env": dict(self.env)},))
 
     @classmethod
     def capture(cls) -> Probe:
@@ -69,22 +59,8 @@ class Probe:
         )
 
 
-def _rebuild(
-    cuda_available: bool,
-    cuda_device_count: int,
-    env: dict[str, str],
-    interactive: bool,
-    cpu_count: int,
-    mpi4py_available: bool,
-) -> Probe:
-    return Probe(
-        cuda_available=cuda_available,
-        cuda_device_count=cuda_device_count,
-        env=types.MappingProxyType(env),
-        interactive=interactive,
-        cpu_count=cpu_count,
-        mpi4py_available=mpi4py_available,
-    )
+def _rebuild(fields: dict[str, Any]) -> Probe:
+    return Probe(**{**fields, "env": types.MappingProxyType(fields["env"])})
 
 
 def _is_interactive() -> bool:
