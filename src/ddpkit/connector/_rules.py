@@ -64,12 +64,10 @@ ENVIRONMENT_DETECTION: tuple[type[ClusterEnvironment], ...] = (
     # docs/flags.md). Last: only a pod's process has KUBERNETES_PORT and the rest.
     KubeflowEnvironment,
 )
-_ENVIRONMENT_CLASSES: tuple[type[ClusterEnvironment], ...] = (
-    *ENVIRONMENT_DETECTION,
-    LocalEnvironment,
-)
-_BUILT_ENVIRONMENTS: dict[str, type[ClusterEnvironment]] = {
-    cls.name: cls for cls in _ENVIRONMENT_CLASSES
+#: The environment class of each name a plan holds (``ddpkit env`` reads the variables of one).
+ENVIRONMENTS_BY_NAME: dict[str, type[ClusterEnvironment]] = {
+    **{cls.name: cls for cls in ENVIRONMENT_DETECTION},
+    LocalEnvironment.name: LocalEnvironment,
 }
 
 
@@ -166,19 +164,11 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     )
 
 
-def environment_of(req: Request, environment: Choice[str], probe: Probe) -> ClusterEnvironment:
-    """The environment instance the plan names (the user's, or one built to read the probe's
-    environment)."""
-    if req.environment_instance is not None:
-        return req.environment_instance
-    return built_environment(environment.value, probe)
-
-
 def built_environment(name: str, probe: Probe) -> ClusterEnvironment:
     """The environment ddpkit builds for the plan's ``name``, reading the probe's snapshot."""
     if name == MPIEnvironment.name:
         return MPIEnvironment(probe.env, mpi4py=probe.mpi4py_available)
-    return _BUILT_ENVIRONMENTS[name](probe.env)
+    return ENVIRONMENTS_BY_NAME[name](probe.env)
 
 
 def _single(req: Request, world_size: int) -> None:
@@ -299,7 +289,8 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     nodes = Choice(num_nodes, req.num_nodes_source)
     world_size = check_world_size(req.call, len(devices.value), num_nodes)
     environment = choose_environment(req, probe.env)
-    env_instance = environment_of(req, environment, probe)
+    # The user's environment instance, or one built to read the probe's environment.
+    env_instance = req.environment_instance or built_environment(environment.value, probe)
     env_instance.validate(len(devices.value), num_nodes, req.call)
     external = bool(env_instance.creates_processes_externally)
     training_type, ambiguous = choose_training_type(
