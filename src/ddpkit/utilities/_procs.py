@@ -84,13 +84,18 @@ def is_gone(pid: int, start: int | None) -> bool:
         return info is None or not info.running or info.start != start
     if info is not None:
         return not info.running
-    try:  # no /proc: ask the kernel
+    return not _kernel_knows(pid)
+
+
+def _kernel_knows(pid: int) -> bool:
+    """Without ``/proc``, ask the kernel: True while a process runs under ``pid``."""
+    try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
         return False
-    return False
+    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
+        return True
+    return True
 
 
 def usable_cores() -> int:
@@ -121,15 +126,7 @@ def is_running(pid: int) -> bool:
     info = read_proc(pid)
     if info is not None:
         return info.running
-    if _PROC.is_dir():
-        return False
-    try:  # no /proc: ask the kernel
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return not _PROC.is_dir() and _kernel_knows(pid)
 
 
 def _listed_children(pid: int) -> set[int] | None:
