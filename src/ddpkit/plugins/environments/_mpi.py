@@ -80,10 +80,7 @@ _FLAVOURS = (OPEN_MPI, MPICH)
 
 def flavour_of(env: Mapping[str, str]) -> MPIFlavour | None:
     """The MPI launcher whose variables ``env`` holds (None: no MPI launcher started it)."""
-    for flavour in _FLAVOURS:
-        if all(k in env for k in flavour.required):
-            return flavour
-    return None
+    return next((f for f in _FLAVOURS if all(k in env for k in f.required)), None)
 
 
 def _mpi4py_installed() -> bool:

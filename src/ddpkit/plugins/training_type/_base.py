@@ -134,17 +134,13 @@ class TrainingTypePlugin(LoaderHooks):
         cluster_environment: ClusterEnvironment | None = None,
         sync_batchnorm: bool | None = None,
     ) -> None:
-        args = {
-            k: v
-            for k, v in (
-                ("parallel_devices", parallel_devices),
-                ("num_nodes", num_nodes),
-                ("cluster_environment", cluster_environment),
-                ("sync_batchnorm", sync_batchnorm),
-            )
-            if v is not None
-        }
-        call = plugin_call(type(self).__name__, args)
+        given = dict(
+            parallel_devices=parallel_devices,
+            num_nodes=num_nodes,
+            cluster_environment=cluster_environment,
+            sync_batchnorm=sync_batchnorm,
+        )
+        call = plugin_call(type(self).__name__, {k: v for k, v in given.items() if v is not None})
         self._given = Given(
             parallel_devices=_devices(call, parallel_devices),
             num_nodes=_num_nodes(call, num_nodes),

@@ -56,16 +56,13 @@ def init_process_group(
     import_dynamo_first()
     hook = sys.excepthook
     with gloo_on_loopback(loopback and backend == "gloo"):
-        if store is None:
-            dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
-        else:
-            dist.init_process_group(
-                backend,
-                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
-                rank=rank,
-                world_size=world_size,
-                timeout=timeout,
-            )
+        dist.init_process_group(
+            backend,
+            store=None if store is None else dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+            rank=rank,
+            world_size=world_size,
+            timeout=timeout,
+        )
     _one_excepthook(hook)
 
 
