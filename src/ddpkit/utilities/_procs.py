@@ -108,17 +108,12 @@ def usable_cores() -> int:
 
 def process_table() -> dict[int, ProcInfo]:
     """Every process this user can see, by pid."""
-    table: dict[int, ProcInfo] = {}
     try:
         names = os.listdir(_PROC)
     except OSError:
-        return table
-    for name in names:
-        if name.isdigit():
-            info = read_proc(int(name))
-            if info is not None:
-                table[info.pid] = info
-    return table
+        return {}
+    infos = (read_proc(int(name)) for name in names if name.isdigit())
+    return {info.pid: info for info in infos if info is not None}
 
 
 def is_running(pid: int) -> bool:
@@ -197,12 +192,8 @@ def environ(pid: int) -> dict[str, str]:
         raw = (_PROC / str(pid) / "environ").read_bytes()
     except OSError:
         return {}
-    env: dict[str, str] = {}
-    for entry in raw.split(b"\0"):
-        key, sep, value = entry.partition(b"=")
-        if sep:
-            env[key.decode(errors="replace")] = value.decode(errors="replace")
-    return env
+    pairs = (entry.partition(b"=") for entry in raw.split(b"\0"))
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, sep, v in pairs if sep}
 
 
 def send_signal(pid: int, sig: int) -> None:
