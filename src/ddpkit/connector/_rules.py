@@ -18,8 +18,7 @@ from ddpkit.connector._checks import (
 )
 from ddpkit.connector._flags import Flags
 from ddpkit.connector._interactive import FORK_REASON, interactive_launcher
-from ddpkit.connector._modern_call import modern_call
-from ddpkit.connector._notes import plan_warnings
+from ddpkit.connector._modern_call import modern_call, plan_warnings
 from ddpkit.connector._plan import Choice, Plan
 from ddpkit.connector._probe import Probe
 from ddpkit.connector._translate import Request, translate
