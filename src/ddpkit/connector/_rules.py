@@ -183,7 +183,6 @@ def choose_training_type(
     environment: Choice[str],
     external: bool,
     devices: Choice[tuple[int, ...]],
-    num_processes: int,
 ) -> tuple[Choice[TrainingTypeName], bool]:
     """The training type, and whether the ambiguous legacy default (spawn) was applied."""
     instance, kind = req.training_type_instance, req.training_type
@@ -211,7 +210,7 @@ def choose_training_type(
         return Choice(kind, req.training_type_source), False  # type: ignore[arg-type]
     if external and (world_size > 1 or req.is_ddp_cpu):
         return Choice("ddp", f"{environment.value} started every rank"), False
-    if req.is_ddp_cpu and num_processes == 1 and world_size > 1:
+    if req.is_ddp_cpu and len(devices.value) == 1 and world_size > 1:
         return Choice(
             "ddp", "accelerator='ddp_cpu' with one process per node: DDP, nothing to spawn (1.x)"
         ), False
@@ -292,9 +291,7 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     env_instance = req.environment_instance or built_environment(environment.value, probe)
     env_instance.validate(len(devices.value), num_nodes, req.call)
     external = bool(env_instance.creates_processes_externally)
-    training_type, ambiguous = choose_training_type(
-        req, world_size, environment, external, devices, len(devices.value)
-    )
+    training_type, ambiguous = choose_training_type(req, world_size, environment, external, devices)
     launcher = choose_launcher(training_type, external, environment, req)
     training_type, launcher, notebook = interactive_launcher(
         req, training_type, launcher, probe.interactive
