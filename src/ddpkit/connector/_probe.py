@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import types
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit._runtime.launch._pytest_session import is_pytest_session
+from ddpkit.plugins.environments._mpi import mpi4py_installed
 from ddpkit.utilities._procs import usable_cores
 from ddpkit.utilities._script import has_script
 
@@ -55,7 +55,7 @@ class Probe:
             env=types.MappingProxyType(dict(os.environ)),
             interactive=_is_interactive(),
             cpu_count=usable_cores(),
-            mpi4py_available=importlib.util.find_spec("mpi4py") is not None,
+            mpi4py_available=mpi4py_installed(),
         )
 
 
