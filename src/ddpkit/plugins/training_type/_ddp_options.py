@@ -14,7 +14,7 @@ from typing import Any
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.plugins.training_type._base import plugin_call
-from ddpkit.utilities._suggest import did_you_mean
+from ddpkit.utilities._suggest import choices, did_you_mean
 
 #: the stall timeout when the user sets none (torch's own process-group default)
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -78,7 +78,7 @@ def parse_backend_option(call: str, value: Any) -> str | None:
     if unknown:
         raise MisconfigurationError(
             f"{call}: process_group_backend={value!r} is not a torch.distributed backend. "
-            f"Choose one of {', '.join(repr(b) for b in BACKENDS)}"
+            f"Choose one of {choices(BACKENDS)}"
             f"{did_you_mean(unknown[0], BACKENDS)}."
         )
     return value.lower()
@@ -88,7 +88,7 @@ def check_start_method(call: str, value: Any) -> str:
     if value not in START_METHODS:
         raise MisconfigurationError(
             f"{call}: start_method={value!r} is not a start method DDPSpawnPlugin supports. "
-            f"Choose one of {', '.join(repr(m) for m in START_METHODS)}"
+            f"Choose one of {choices(START_METHODS)}"
             f"{did_you_mean(value, START_METHODS)}."
         )
     return str(value)
