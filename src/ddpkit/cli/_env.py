@@ -30,19 +30,19 @@ def environment_report() -> dict[str, Any]:
     from ddpkit.__about__ import __version__
     from ddpkit.connector import Probe
     from ddpkit.connector._flags import Flags
-    from ddpkit.connector._rules import ENVIRONMENT_DETECTION, choose_environment
+    from ddpkit.connector._rules import (
+        ENVIRONMENT_DETECTION,
+        ENVIRONMENTS_BY_NAME,
+        choose_environment,
+    )
     from ddpkit.connector._translate import translate
-    from ddpkit.plugins.environments import ClusterEnvironment, LocalEnvironment
+    from ddpkit.plugins.environments import LocalEnvironment
 
     probe = Probe.capture()
     choice = choose_environment(translate(Flags.of()), probe.env)
     # The detected launcher's variables; for "local", every launcher variable that is set,
     # since those (a SLURM batch step, a one-task srun step, NODE_RANK) decided it too.
-    matched: dict[str, str] = {}
-    classes: tuple[type[ClusterEnvironment], ...] = (*ENVIRONMENT_DETECTION, LocalEnvironment)
-    for cls in classes:
-        if cls.name == choice.value:
-            matched = cls.matched_variables(probe.env)
+    matched = ENVIRONMENTS_BY_NAME[choice.value].matched_variables(probe.env)
     if choice.value == LocalEnvironment.name:
         for cls in ENVIRONMENT_DETECTION:
             matched.update(cls.matched_variables(probe.env))

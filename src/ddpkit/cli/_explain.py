@@ -121,12 +121,16 @@ def _register(sub: Any) -> argparse.ArgumentParser:
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     """The flags among the options: only those given, with their values as typed (see
     :func:`value`), so that the connector quotes that call."""
-    given: dict[str, Any] = {}
-    for name in ("accelerator", "strategy", "devices", "gpus", "num_processes", "num_nodes"):
-        if getattr(args, name) is not None:
-            given[name] = getattr(args, name)
-    if args.precision is not None:
-        given["precision"] = args.precision
+    names = (
+        "accelerator",
+        "strategy",
+        "devices",
+        "gpus",
+        "num_processes",
+        "num_nodes",
+        "precision",
+    )
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.plugins:
         given["plugins"] = list(args.plugins)
     if args.sync_batchnorm:

@@ -30,23 +30,21 @@ def parse_options(flag: str, text: str, keys: tuple[str, ...]) -> dict[str, str]
     the tool's own key spelling."""
     words = [w for w in re.split(r"[,\s]+", text.strip()) if w]
     options: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        word = words[i].lstrip("-")
-        key, sep, value = word.partition("=")
+    rest = iter(words)
+    for word in rest:
+        key, sep, value = word.lstrip("-").partition("=")
         key = key.replace("_", "-").lower()
-        if not sep:
-            if i + 1 >= len(words):
+        if not sep:  # "--nodes 2": the value is the next word
+            value = next(rest, None)
+            if value is None:
                 raise MachineError(
                     f"{flag} {text!r}: {key} has no value. Fix: {flag} {keys[0]}=2,{keys[1]}=4"
                 )
-            value, i = words[i + 1], i + 1
         if key not in keys:
             close = difflib.get_close_matches(key, keys, n=1)
             fix = f"did you mean {close[0]}?" if close else f"use {', '.join(keys)}"
             raise MachineError(f"{flag} {text!r}: {key} is not one of its options. Fix: {fix}")
         options[key] = value
-        i += 1
     return options
 
 

@@ -115,7 +115,7 @@ def disagreements(plan: Plan, built: Built) -> list[str]:
             ("environment", plan.environment_instance or plan.environment.value, _env(built)),
             ("launcher", plan.launcher.value, built.launcher.name if built.launcher else "-"),
         )
-        if not _same(name, want, got, plan)
+        if not _same(name, want, got)
     ]
     for key, value in plan.training_type_options.items():
         if getattr(tt, key, value) != value:
@@ -128,7 +128,7 @@ def _env(built: Built) -> object:
     return env if env is built.cluster_environment else f"two environments: {env!r}"
 
 
-def _same(name: str, want: object, got: object, plan: Plan) -> bool:
+def _same(name: str, want: object, got: object) -> bool:
     if name == "environment":
         return got is want or (isinstance(want, str) and getattr(got, "name", None) == want)
     if name == "launcher":

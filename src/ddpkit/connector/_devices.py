@@ -78,8 +78,7 @@ def _text(call: str, flag: str, source: str, value: str) -> DeviceRequest:
         raise MisconfigurationError(
             f"{call}: {source}: expected a count ('2'), ids ('0,1'), '-1' or 'auto'. {_FIX}"
         )
-    parsed = _count(call, source, int(text))
-    return DeviceRequest(parsed.kind, count=parsed.count, source=source)
+    return _count(call, source, int(text))
 
 
 def _ids(call: str, ids: tuple[Any, ...], source: str) -> DeviceRequest:

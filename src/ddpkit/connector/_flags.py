@@ -40,7 +40,7 @@ def is_given(name: str, value: Any) -> bool:
     return not any(type(value) is type(d) and value == d for d in _DEFAULTS.get(name, ()))
 
 
-def format_call(values: Mapping[str, Any], head: str = "Trainer") -> str:
+def format_call(values: Mapping[str, Any]) -> str:
     """``Trainer(accelerator='ddp_cpu', num_processes=2)``: the flags the user gave, each as
     written (``repr``), in :data:`DEVICE_FLAGS` order."""
     parts = [
@@ -48,7 +48,7 @@ def format_call(values: Mapping[str, Any], head: str = "Trainer") -> str:
         for name in DEVICE_FLAGS
         if is_given(name, values.get(name))
     ]
-    return f"{head}({', '.join(parts)})"
+    return f"Trainer({', '.join(parts)})"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import types
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpkit._runtime.launch._pytest_session import is_pytest_session
+from ddpkit.plugins.environments._mpi import mpi4py_installed
 from ddpkit.utilities._procs import usable_cores
 from ddpkit.utilities._script import has_script
 
@@ -41,17 +41,7 @@ class Probe:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; spawned ranks get a plain copy.
-        return (
-            _rebuild,
-            (
-                self.cuda_available,
-                self.cuda_device_count,
-                dict(self.env),
-                self.interactive,
-                self.cpu_count,
-                self.mpi4py_available,
-            ),
-        )
+        return (_rebuild, ({**self.__dict__, "env": dict(self.env)},))
 
     @classmethod
     def capture(cls) -> Probe:
@@ -65,26 +55,12 @@ class Probe:
             env=types.MappingProxyType(dict(os.environ)),
             interactive=_is_interactive(),
             cpu_count=usable_cores(),
-            mpi4py_available=importlib.util.find_spec("mpi4py") is not None,
+            mpi4py_available=mpi4py_installed(),
         )
 
 
-def _rebuild(
-    cuda_available: bool,
-    cuda_device_count: int,
-    env: dict[str, str],
-    interactive: bool,
-    cpu_count: int,
-    mpi4py_available: bool,
-) -> Probe:
-    return Probe(
-        cuda_available=cuda_available,
-        cuda_device_count=cuda_device_count,
-        env=types.MappingProxyType(env),
-        interactive=interactive,
-        cpu_count=cpu_count,
-        mpi4py_available=mpi4py_available,
-    )
+def _rebuild(fields: dict[str, Any]) -> Probe:
+    return Probe(**{**fields, "env": types.MappingProxyType(fields["env"])})
 
 
 def _is_interactive() -> bool:

@@ -18,8 +18,7 @@ from ddpkit.connector._checks import (
 )
 from ddpkit.connector._flags import Flags
 from ddpkit.connector._interactive import FORK_REASON, interactive_launcher
-from ddpkit.connector._modern_call import modern_call
-from ddpkit.connector._notes import plan_warnings
+from ddpkit.connector._modern_call import modern_call, plan_warnings
 from ddpkit.connector._plan import Choice, Plan
 from ddpkit.connector._probe import Probe
 from ddpkit.connector._translate import Request, translate
@@ -64,12 +63,10 @@ ENVIRONMENT_DETECTION: tuple[type[ClusterEnvironment], ...] = (
     # docs/flags.md). Last: only a pod's process has KUBERNETES_PORT and the rest.
     KubeflowEnvironment,
 )
-_ENVIRONMENT_CLASSES: tuple[type[ClusterEnvironment], ...] = (
-    *ENVIRONMENT_DETECTION,
-    LocalEnvironment,
-)
-_BUILT_ENVIRONMENTS: dict[str, type[ClusterEnvironment]] = {
-    cls.name: cls for cls in _ENVIRONMENT_CLASSES
+#: The environment class of each name a plan holds (``ddpkit env`` reads the variables of one).
+ENVIRONMENTS_BY_NAME: dict[str, type[ClusterEnvironment]] = {
+    **{cls.name: cls for cls in ENVIRONMENT_DETECTION},
+    LocalEnvironment.name: LocalEnvironment,
 }
 
 
@@ -166,19 +163,11 @@ def choose_environment(req: Request, env: Mapping[str, str]) -> Choice[str]:
     )
 
 
-def environment_of(req: Request, environment: Choice[str], probe: Probe) -> ClusterEnvironment:
-    """The environment instance the plan names (the user's, or one built to read the probe's
-    environment)."""
-    if req.environment_instance is not None:
-        return req.environment_instance
-    return built_environment(environment.value, probe)
-
-
 def built_environment(name: str, probe: Probe) -> ClusterEnvironment:
     """The environment ddpkit builds for the plan's ``name``, reading the probe's snapshot."""
     if name == MPIEnvironment.name:
         return MPIEnvironment(probe.env, mpi4py=probe.mpi4py_available)
-    return _BUILT_ENVIRONMENTS[name](probe.env)
+    return ENVIRONMENTS_BY_NAME[name](probe.env)
 
 
 def _single(req: Request, world_size: int) -> None:
@@ -194,7 +183,6 @@ def choose_training_type(
     environment: Choice[str],
     external: bool,
     devices: Choice[tuple[int, ...]],
-    num_processes: int,
 ) -> tuple[Choice[TrainingTypeName], bool]:
     """The training type, and whether the ambiguous legacy default (spawn) was applied."""
     instance, kind = req.training_type_instance, req.training_type
@@ -222,7 +210,7 @@ def choose_training_type(
         return Choice(kind, req.training_type_source), False  # type: ignore[arg-type]
     if external and (world_size > 1 or req.is_ddp_cpu):
         return Choice("ddp", f"{environment.value} started every rank"), False
-    if req.is_ddp_cpu and num_processes == 1 and world_size > 1:
+    if req.is_ddp_cpu and len(devices.value) == 1 and world_size > 1:
         return Choice(
             "ddp", "accelerator='ddp_cpu' with one process per node: DDP, nothing to spawn (1.x)"
         ), False
@@ -299,12 +287,11 @@ def resolve(flags: Flags, probe: Probe) -> Plan:
     nodes = Choice(num_nodes, req.num_nodes_source)
     world_size = check_world_size(req.call, len(devices.value), num_nodes)
     environment = choose_environment(req, probe.env)
-    env_instance = environment_of(req, environment, probe)
+    # The user's environment instance, or one built to read the probe's environment.
+    env_instance = req.environment_instance or built_environment(environment.value, probe)
     env_instance.validate(len(devices.value), num_nodes, req.call)
     external = bool(env_instance.creates_processes_externally)
-    training_type, ambiguous = choose_training_type(
-        req, world_size, environment, external, devices, len(devices.value)
-    )
+    training_type, ambiguous = choose_training_type(req, world_size, environment, external, devices)
     launcher = choose_launcher(training_type, external, environment, req)
     training_type, launcher, notebook = interactive_launcher(
         req, training_type, launcher, probe.interactive

@@ -52,7 +52,6 @@ class Request:
     legacy_semantics: bool
     legacy_default_spawn: bool  # legacy device flags: several devices meant spawn in 1.x
     devices: DeviceRequest | None
-    num_processes: int | None  # legacy num_processes as given
     unused_gpus: DeviceRequest | None  # gpus given with a CPU accelerator
     #: devices given beside a 1.x device count that says otherwise (1.6: the count wins)
     ignored_devices: DeviceRequest | None
@@ -304,7 +303,6 @@ def translate(flags: Flags) -> Request:
         legacy_semantics=legacy_spelling or (tt.kind is None and legacy_count),
         legacy_default_spawn=bool(legacy_default_spawn),
         devices=devices,
-        num_processes=flags.num_processes,
         unused_gpus=unused,
         ignored_devices=ignored,
         num_nodes=num_nodes,

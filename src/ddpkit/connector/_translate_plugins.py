@@ -25,11 +25,7 @@ UNSUPPORTED = {
     "dp": "DataParallel is slower than DDP even on one machine; use strategy='ddp'",
     "ddp2": "ddp2 was removed from Lightning too; use strategy='ddp'",
     "horovod": "use strategy='ddp' (or launch with torchrun)",
-    "tpu": "ddpkit runs on CPUs and CUDA GPUs only",
-    "ipu": "ddpkit runs on CPUs and CUDA GPUs only",
-    "hpu": "ddpkit runs on CPUs and CUDA GPUs only",
-    "mps": "ddpkit runs on CPUs and CUDA GPUs only",
-    "xla": "ddpkit runs on CPUs and CUDA GPUs only",
+    **dict.fromkeys(("tpu", "ipu", "hpu", "mps", "xla"), "ddpkit runs on CPUs and CUDA GPUs only"),
     "deepspeed": "ddpkit does not wrap DeepSpeed; use strategy='ddp'",
     "fsdp": "ddpkit does not wrap FSDP yet; use strategy='ddp'",
 }

@@ -97,10 +97,6 @@ def broadcast_json(obj: Any, src: int, device: torch.device) -> Any:
     return json.loads(broadcast_bytes(data, src, device))
 
 
-def _unwatched(where: str) -> AbstractContextManager[Any]:
-    return contextlib.nullcontext()
-
-
 class Exchanger:
     """ddpkit's exchanges as one rank of a training type makes them: without a process group a
     single process's answer (the same JSON conversions), else the collective on the rank's
@@ -113,7 +109,7 @@ class Exchanger:
         watch: Callable[[str], AbstractContextManager[Any]] | None = None,
     ) -> None:
         self._device = device
-        self._watch = watch or _unwatched
+        self._watch = watch or contextlib.nullcontext  # unwatched
 
     def _exchange_device(self) -> torch.device:
         # nccl moves CUDA tensors only; gloo takes CPU ones.

@@ -84,13 +84,18 @@ def is_gone(pid: int, start: int | None) -> bool:
         return info is None or not info.running or info.start != start
     if info is not None:
         return not info.running
-    try:  # no /proc: ask the kernel
+    return not _kernel_knows(pid)
+
+
+def _kernel_knows(pid: int) -> bool:
+    """Without ``/proc``, ask the kernel: True while a process runs under ``pid``."""
+    try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
         return False
-    return False
+    except OSError:  # EPERM: a process runs under that pid (not ours, but alive)
+        return True
+    return True
 
 
 def usable_cores() -> int:
@@ -103,17 +108,12 @@ def usable_cores() -> int:
 
 def process_table() -> dict[int, ProcInfo]:
     """Every process this user can see, by pid."""
-    table: dict[int, ProcInfo] = {}
     try:
         names = os.listdir(_PROC)
     except OSError:
-        return table
-    for name in names:
-        if name.isdigit():
-            info = read_proc(int(name))
-            if info is not None:
-                table[info.pid] = info
-    return table
+        return {}
+    infos = (read_proc(int(name)) for name in names if name.isdigit())
+    return {info.pid: info for info in infos if info is not None}
 
 
 def is_running(pid: int) -> bool:
@@ -121,15 +121,7 @@ def is_running(pid: int) -> bool:
     info = read_proc(pid)
     if info is not None:
         return info.running
-    if _PROC.is_dir():
-        return False
-    try:  # no /proc: ask the kernel
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return not _PROC.is_dir() and _kernel_knows(pid)
 
 
 def _listed_children(pid: int) -> set[int] | None:
@@ -200,12 +192,8 @@ def environ(pid: int) -> dict[str, str]:
         raw = (_PROC / str(pid) / "environ").read_bytes()
     except OSError:
         return {}
-    env: dict[str, str] = {}
-    for entry in raw.split(b"\0"):
-        key, sep, value = entry.partition(b"=")
-        if sep:
-            env[key.decode(errors="replace")] = value.decode(errors="replace")
-    return env
+    pairs = (entry.partition(b"=") for entry in raw.split(b"\0"))
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, sep, v in pairs if sep}
 
 
 def send_signal(pid: int, sig: int) -> None:

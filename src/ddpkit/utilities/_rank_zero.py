@@ -58,10 +58,9 @@ def log_info(message: str) -> None:
 def is_rank_zero(env: Mapping[str, str] | None = None) -> bool:
     """True unless the environment names a non-zero rank (torchrun, srun or ddpkit's own)."""
     env = os.environ if env is None else env
-    for key in ("RANK", "SLURM_PROCID", "LOCAL_RANK", "NODE_RANK"):
-        if env.get(key, "0") not in ("0", ""):
-            return False
-    return True
+    return all(
+        env.get(k, "0") in ("0", "") for k in ("RANK", "SLURM_PROCID", "LOCAL_RANK", "NODE_RANK")
+    )
 
 
 def user_stacklevel() -> int:

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 
-def _numpy() -> Any:
+def numpy_or_none() -> Any:
+    """NumPy, when it is installed (ddpkit does not depend on it); else None."""
     try:
         import numpy as np
     except ImportError:
@@ -38,7 +39,7 @@ def capture() -> dict[str, Any]:
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state()  # the current device's
-    np = _numpy()
+    np = numpy_or_none()
     if np is not None:
         kind, keys, pos, has_gauss, cached = np.random.get_state()
         keys64 = torch.tensor(keys.astype("int64"))  # uint32 words, held as int64
@@ -53,7 +54,7 @@ def restore(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state(state["cuda"])
-    np = _numpy()
+    np = numpy_or_none()
     if state.get("numpy") is not None and np is not None:
         kind, keys, pos, has_gauss, cached = state["numpy"]
         array = np.array(keys.tolist(), dtype=np.uint32)

@@ -9,6 +9,7 @@ import torch
 
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._rank_zero import rank_zero_info, rank_zero_warn
+from ddpkit.utilities._rng import numpy_or_none
 
 #: ranks started later read the seed here (their samplers shuffle alike)
 ENV_SEED = "DDPKIT_SEED"
@@ -68,11 +69,8 @@ def seed_everything(seed: int | None = None, workers: bool = False, verbose: boo
     os.environ[ENV_SEED_WORKERS] = str(int(bool(workers)))
     random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device, lazily
-    try:
-        import numpy as np
-    except ImportError:
-        pass
-    else:
+    np = numpy_or_none()
+    if np is not None:
         np.random.seed(seed)
     return seed
 
@@ -98,11 +96,9 @@ def worker_init_function(worker_id: int, rank: int = 0) -> None:  # pragma: no c
     seeds = _seed_sequence(base_seed, worker_id, rank, count=4)
     torch.manual_seed(seeds[0])
     random.seed((seeds[1] << 32) | seeds[2])
-    try:
-        import numpy as np
-    except ImportError:
-        return
-    np.random.seed(np.random.SeedSequence([base_seed, worker_id, rank]).generate_state(4))
+    np = numpy_or_none()
+    if np is not None:
+        np.random.seed(np.random.SeedSequence([base_seed, worker_id, rank]).generate_state(4))
 
 
 def _seed_sequence(base_seed: int, worker_id: int, rank: int, count: int) -> list[int]:

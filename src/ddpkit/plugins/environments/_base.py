@@ -15,6 +15,7 @@ a subclass implements either spelling of each pair below and the other one follo
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Mapping
@@ -217,12 +218,8 @@ def _delegate(name: str, target: str) -> object:
 
 def _overrides(cls: type, name: str) -> bool:
     """True when ``cls`` (or a class between it and ClusterEnvironment) defines ``name``."""
-    for klass in cls.__mro__:
-        if klass is ClusterEnvironment:
-            return False
-        if name in klass.__dict__:
-            return True
-    return False
+    below = itertools.takewhile(lambda klass: klass is not ClusterEnvironment, cls.__mro__)
+    return any(name in klass.__dict__ for klass in below)
 
 
 class ExternalEnvironment(ClusterEnvironment):

@@ -80,13 +80,11 @@ _FLAVOURS = (OPEN_MPI, MPICH)
 
 def flavour_of(env: Mapping[str, str]) -> MPIFlavour | None:
     """The MPI launcher whose variables ``env`` holds (None: no MPI launcher started it)."""
-    for flavour in _FLAVOURS:
-        if all(k in env for k in flavour.required):
-            return flavour
-    return None
+    return next((f for f in _FLAVOURS if all(k in env for k in f.required)), None)
 
 
-def _mpi4py_installed() -> bool:
+def mpi4py_installed() -> bool:
+    """mpi4py can be imported (looked up, not imported: importing it initializes MPI)."""
     return importlib.util.find_spec("mpi4py") is not None
 
 
@@ -176,9 +174,6 @@ class MPIEnvironment(ExternalEnvironment):
             )
         return self._main
 
-    def _has_mpi4py(self) -> bool:
-        return _mpi4py_installed() if self._mpi4py is None else self._mpi4py
-
     # -- checks ----------------------------------------------------------------------------------
 
     def validate(self, devices: int, num_nodes: int, call: str) -> None:
@@ -207,7 +202,7 @@ class MPIEnvironment(ExternalEnvironment):
         missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if k not in self.env]
         if nodes == 1 and "MASTER_ADDR" in missing:
             missing.remove("MASTER_ADDR")  # every rank is here: 127.0.0.1
-        if not missing or self._has_mpi4py():
+        if not missing or (mpi4py_installed() if self._mpi4py is None else self._mpi4py):
             return
         f = self.flavour
         where = f"{nodes} nodes" if nodes > 1 else "this node"

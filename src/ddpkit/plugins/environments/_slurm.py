@@ -112,10 +112,7 @@ def expand_tasks_per_node(spec: str) -> list[int]:
 
 def _first(env: Mapping[str, str], *keys: str) -> tuple[str, str] | None:
     """The first of ``keys`` that is set, with its value."""
-    for key in keys:
-        if key in env:
-            return key, env[key]
-    return None
+    return next(((key, env[key]) for key in keys if key in env), None)
 
 
 def _step_tasks(env: Mapping[str, str]) -> int | None:

@@ -108,8 +108,8 @@ def _environment(call: str, value: Any) -> ClusterEnvironment | None:
     )
 
 
-def _flag(call: str, name: str, value: Any, *, optional: bool = False) -> Any:
-    if (value is None and optional) or isinstance(value, bool):
+def check_flag(call: str, name: str, value: Any) -> bool:
+    if isinstance(value, bool):
         return value
     raise MisconfigurationError(
         f"{call}: {name} must be True or False, got {value!r}. Fix: {name}=True."
@@ -134,22 +134,20 @@ class TrainingTypePlugin(LoaderHooks):
         cluster_environment: ClusterEnvironment | None = None,
         sync_batchnorm: bool | None = None,
     ) -> None:
-        args = {
-            k: v
-            for k, v in (
-                ("parallel_devices", parallel_devices),
-                ("num_nodes", num_nodes),
-                ("cluster_environment", cluster_environment),
-                ("sync_batchnorm", sync_batchnorm),
-            )
-            if v is not None
-        }
-        call = plugin_call(type(self).__name__, args)
+        given = dict(
+            parallel_devices=parallel_devices,
+            num_nodes=num_nodes,
+            cluster_environment=cluster_environment,
+            sync_batchnorm=sync_batchnorm,
+        )
+        call = plugin_call(type(self).__name__, {k: v for k, v in given.items() if v is not None})
         self._given = Given(
             parallel_devices=_devices(call, parallel_devices),
             num_nodes=_num_nodes(call, num_nodes),
             cluster_environment=_environment(call, cluster_environment),
-            sync_batchnorm=_flag(call, "sync_batchnorm", sync_batchnorm, optional=True),
+            sync_batchnorm=None
+            if sync_batchnorm is None
+            else check_flag(call, "sync_batchnorm", sync_batchnorm),
         )
         self._connection: Connection | None = None
 

@@ -10,11 +10,11 @@ import datetime
 import inspect
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ddpkit.errors import MisconfigurationError
-from ddpkit.utilities._suggest import did_you_mean
+from ddpkit.plugins.training_type._base import plugin_call
+from ddpkit.utilities._suggest import choices, did_you_mean
 
 #: the stall timeout when the user sets none (torch's own process-group default)
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -78,7 +78,7 @@ def parse_backend_option(call: str, value: Any) -> str | None:
     if unknown:
         raise MisconfigurationError(
             f"{call}: process_group_backend={value!r} is not a torch.distributed backend. "
-            f"Choose one of {', '.join(repr(b) for b in BACKENDS)}"
+            f"Choose one of {choices(BACKENDS)}"
             f"{did_you_mean(unknown[0], BACKENDS)}."
         )
     return value.lower()
@@ -88,7 +88,7 @@ def check_start_method(call: str, value: Any) -> str:
     if value not in START_METHODS:
         raise MisconfigurationError(
             f"{call}: start_method={value!r} is not a start method DDPSpawnPlugin supports. "
-            f"Choose one of {', '.join(repr(m) for m in START_METHODS)}"
+            f"Choose one of {choices(START_METHODS)}"
             f"{did_you_mean(value, START_METHODS)}."
         )
     return str(value)
@@ -118,14 +118,6 @@ def check_ddp_kwargs(call: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(kwargs)
 
 
-def _flag(call: str, name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise MisconfigurationError(
-        f"{call}: {name} must be True or False, got {value!r}. Fix: {name}=True."
-    )
-
-
 _DEFAULTS: dict[str, Any] = {
     "find_unused_parameters": True,
     "static_graph": False,
@@ -135,33 +127,9 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class DDPOptions:
-    """DDPPlugin's own constructor options, checked."""
-
-    find_unused_parameters: bool
-    static_graph: bool
-    gradient_as_bucket_view: bool
-    timeout: datetime.timedelta | None
-    process_group_backend: str | None
-    ddp_kwargs: dict[str, Any]
-
-    @classmethod
-    def check(cls, plugin: str, **given: Any) -> DDPOptions:
-        """``given`` as passed to ``plugin``'s constructor; messages quote the call with the
-        values that differ from the defaults."""
-        shown = {k: v for k, v in given.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
-        call = f"{plugin}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-        extra = {k: v for k, v in given.items() if k not in _DEFAULTS}
-        return cls(
-            find_unused_parameters=_flag(
-                call, "find_unused_parameters", given["find_unused_parameters"]
-            ),
-            static_graph=_flag(call, "static_graph", given["static_graph"]),
-            gradient_as_bucket_view=_flag(
-                call, "gradient_as_bucket_view", given["gradient_as_bucket_view"]
-            ),
-            timeout=check_timeout(call, given["timeout"]),
-            process_group_backend=parse_backend_option(call, given["process_group_backend"]),
-            ddp_kwargs=check_ddp_kwargs(call, extra),
-        )
+def ddp_call(plugin: str, given: Mapping[str, Any]) -> str:
+    """``given`` as passed to ``plugin``'s constructor, as a call for messages: the values that
+    differ from the defaults, and DistributedDataParallel's own keywords."""
+    return plugin_call(
+        plugin, {k: v for k, v in given.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
+    )

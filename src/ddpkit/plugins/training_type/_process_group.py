@@ -1,5 +1,5 @@
-"""The process group of a DDP stage: making it (on loopback when every rank is local), its stall
-watchdog, and the collectives that need more than one torch call."""
+"""The process group of a DDP stage: making it (on loopback when every rank is local) and its
+stall watchdog."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import torch
 import torch.distributed as dist
 
 from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog
@@ -20,7 +19,6 @@ from ddpkit._tracebacks import folding_installed
 #: a collective waits this much longer than the stall timeout: the stall watchdog, which dumps
 #: every rank's stack and names the rank that never arrived, always acts first
 COLLECTIVE_SLACK = datetime.timedelta(seconds=30)
-_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
 
 
 def agent_store(
@@ -58,16 +56,13 @@ def init_process_group(
     import_dynamo_first()
     hook = sys.excepthook
     with gloo_on_loopback(loopback and backend == "gloo"):
-        if store is None:
-            dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timeout)
-        else:
-            dist.init_process_group(
-                backend,
-                store=dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
-                rank=rank,
-                world_size=world_size,
-                timeout=timeout,
-            )
+        dist.init_process_group(
+            backend,
+            store=None if store is None else dist.PrefixStore(prefix, store),  # type: ignore[attr-defined]
+            rank=rank,
+            world_size=world_size,
+            timeout=timeout,
+        )
     _one_excepthook(hook)
 
 
@@ -122,27 +117,6 @@ def start_watchdog(
     )
     watchdog.start()
     return watchdog
-
-
-def all_reduce(
-    tensor: torch.Tensor,
-    reduce_op: str,
-    *,
-    world_size: int,
-    device: torch.device,
-    collective: Callable[[str], contextlib.AbstractContextManager[Any]],
-) -> torch.Tensor:
-    """``reduce_op`` ("sum", "mean", "max", "min") of ``tensor`` over every rank; a new tensor."""
-    op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
-    out = tensor.detach().clone().to(device)
-    # gloo has no AVG: sum, then divide.
-    if reduce_op == "mean" and not out.is_floating_point():
-        out = out.float()
-    with collective("all_reduce"):
-        dist.all_reduce(out, op=op)
-    if reduce_op == "mean":
-        out = out / world_size
-    return out
 
 
 @contextlib.contextmanager

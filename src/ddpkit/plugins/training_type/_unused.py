@@ -72,7 +72,8 @@ def unused_parameters_error(
     error, and where the plugin looks for unused parameters."""
     if getattr(plugin, "find_unused_parameters", False):
         return None
-    if not isinstance(exc, RuntimeError) or not _UNUSED.search(str(exc)):
+    first = _UNUSED.search(str(exc)) if isinstance(exc, RuntimeError) else None
+    if first is None:
         return None
     ddp = ddp_ref() if ddp_ref is not None else None
     rank, names = _unused(str(exc), ddp)
@@ -89,8 +90,6 @@ def unused_parameters_error(
             "a parameter of the model took no part in the loss of training_step, and DDP waits "
             "for its gradient"
         )
-    first = _UNUSED.search(str(exc))
-    assert first is not None
     sentence = str(exc)[first.start() :].split(". ")[0].strip().rstrip(".")
     return UnusedParametersError(
         f"{plugin!r}: {what}.\n"

@@ -39,8 +39,14 @@ from ddpkit._runtime.ranks._rendezvous import Rendezvous, host_for
 from ddpkit._runtime.ranks._stall import StallReport, StallWatchdog
 from ddpkit.plugins.environments._base import ClusterEnvironment
 from ddpkit.plugins.environments._local import LocalEnvironment
-from ddpkit.plugins.training_type._collectives import DistributedCollectives
-from ddpkit.plugins.training_type._ddp_options import DEFAULT_TIMEOUT, DDPOptions
+from ddpkit.plugins.training_type._base import TrainingTypePlugin, check_flag
+from ddpkit.plugins.training_type._ddp_options import (
+    DEFAULT_TIMEOUT,
+    check_ddp_kwargs,
+    check_timeout,
+    ddp_call,
+    parse_backend_option,
+)
 from ddpkit.plugins.training_type._process_group import (
     COLLECTIVE_SLACK,
     agent_store,
@@ -48,6 +54,7 @@ from ddpkit.plugins.training_type._process_group import (
     start_watchdog,
 )
 from ddpkit.plugins.training_type._unused import unused_parameters_error
+from ddpkit.utilities._exchange import Exchanger
 from ddpkit.utilities._seed import reset_seed
 
 __all__ = ["DDPPlugin"]
@@ -57,11 +64,12 @@ _STAGE_LOCAL = (
     "_rendezvous", "_on_stall", "_watchdog", "_job_stage", "_ddp_model", "_lightning_module"
 )  # fmt: skip
 
+_REDUCE_OPS = {"sum": "SUM", "mean": "SUM", "max": "MAX", "min": "MIN"}
 #: the stages this process has joined (each stage's keys live under a prefix of its own)
 _stage_numbers = itertools.count(1)
 
 
-class DDPPlugin(DistributedCollectives):
+class DDPPlugin(TrainingTypePlugin):
     """DDP whose other ranks are **subprocesses that re-run the user's command line** (see the
     module docstring for the options, the stall timeout and what listens where)."""
 
@@ -82,18 +90,27 @@ class DDPPlugin(DistributedCollectives):
         **ddp_kwargs: Any,
     ) -> None:
         super().__init__(parallel_devices, num_nodes, cluster_environment, sync_batchnorm)
-        o = DDPOptions.check(
+        call = ddp_call(
             type(self).__name__,
-            find_unused_parameters=find_unused_parameters,
-            static_graph=static_graph,
-            gradient_as_bucket_view=gradient_as_bucket_view,
-            timeout=timeout,
-            process_group_backend=process_group_backend,
-            **ddp_kwargs,
+            {
+                "find_unused_parameters": find_unused_parameters,
+                "static_graph": static_graph,
+                "gradient_as_bucket_view": gradient_as_bucket_view,
+                "timeout": timeout,
+                "process_group_backend": process_group_backend,
+                **ddp_kwargs,
+            },
         )
-        self.find_unused_parameters, self.static_graph = o.find_unused_parameters, o.static_graph
-        self.gradient_as_bucket_view, self.timeout = o.gradient_as_bucket_view, o.timeout
-        self.process_group_backend, self.ddp_kwargs = o.process_group_backend, o.ddp_kwargs
+        self.find_unused_parameters = check_flag(
+            call, "find_unused_parameters", find_unused_parameters
+        )
+        self.static_graph = check_flag(call, "static_graph", static_graph)
+        self.gradient_as_bucket_view = check_flag(
+            call, "gradient_as_bucket_view", gradient_as_bucket_view
+        )
+        self.timeout = check_timeout(call, timeout)
+        self.process_group_backend = parse_backend_option(call, process_group_backend)
+        self.ddp_kwargs = check_ddp_kwargs(call, ddp_kwargs)
         self._reset_run_state()
 
     def _reset_run_state(self) -> None:
@@ -245,6 +262,63 @@ class DDPPlugin(DistributedCollectives):
         if self._watchdog is None:
             return contextlib.nullcontext()
         return self._watchdog.collective(where)
+
+    # -- collectives ----------------------------------------------------------------------------
+    # Each inside :meth:`collective` (so that the stall watchdog sees a rank waiting in it), each
+    # a no-op without a process group. ``broadcast_object`` / ``all_gather_object`` are torch's
+    # (pickles, for the user's own objects, as in Lightning); ``broadcast_json`` /
+    # ``all_gather_bytes`` carry ddpkit's own exchanges as bytes in tensors
+    # (:mod:`ddpkit.utilities._exchange`): no rank unpickles what another sent.
+
+    def barrier(self, name: str | None = None) -> None:
+        if dist.is_initialized():
+            with self.collective(f"barrier({name})" if name else "barrier"):
+                dist.barrier()
+
+    def all_reduce(self, tensor: torch.Tensor, reduce_op: str = "mean") -> torch.Tensor:
+        """``reduce_op`` ("sum", "mean", "max", "min") of ``tensor`` over every rank; a new
+        tensor."""
+        if not dist.is_initialized():
+            return tensor
+        world_size, device = self.world_size, self.root_device
+        op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_op])
+        out = tensor.detach().clone().to(device)
+        # gloo has no AVG: sum, then divide.
+        if reduce_op == "mean" and not out.is_floating_point():
+            out = out.float()
+        with self.collective("all_reduce"):
+            dist.all_reduce(out, op=op)
+        if reduce_op == "mean":
+            out = out / world_size
+        return out
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        if not dist.is_initialized():
+            return obj
+        box = [obj]
+        with self.collective("broadcast_object"):
+            dist.broadcast_object_list(box, src=src)
+        return box[0]
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        if not dist.is_initialized():
+            return [obj]
+        out: list[Any] = [None] * self.world_size
+        with self.collective("all_gather_object"):
+            dist.all_gather_object(out, obj)
+        return out
+
+    def broadcast_json(self, obj: Any, src: int = 0) -> Any:
+        return self._exchanger.broadcast_json(obj, src)
+
+    def all_gather_bytes(self, data: bytes) -> list[bytes]:
+        return self._exchanger.all_gather_bytes(data)
+
+    @property
+    def _exchanger(self) -> Exchanger:
+        return Exchanger(lambda: self.root_device, self.collective)
+
+    # -- the model ------------------------------------------------------------------------------
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.sync_batchnorm:
