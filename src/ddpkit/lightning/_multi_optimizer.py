@@ -47,7 +47,7 @@ from pytorch_lightning.callbacks import GradientAccumulationScheduler
 from pytorch_lightning.core.optimizer import LightningOptimizer
 from pytorch_lightning.strategies import DDPStrategy
 
-from ddpkit._compat_1x.optimizer_hooks import keywords_of
+from ddpkit._compat_1x.optimizer_hooks import keywords_of, takes_optimizer_idx
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._adapters import step_output
 from ddpkit.lightning._batch_outputs import epoch_end_outputs
@@ -66,13 +66,6 @@ def is_1x_multi_optimizer(model: Any) -> bool:
         return False
     step = getattr(type(model), "training_step", None)
     return step is not None and "optimizer_idx" in inspect.signature(step).parameters
-
-
-def _takes(function: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _loss(output: Any) -> Any:
@@ -173,7 +166,7 @@ class OneXOptimization:
             return
         module = self.module
         toggle = type(module).toggle_optimizer
-        if _takes(toggle, "optimizer_idx"):  # a 1.x override
+        if takes_optimizer_idx(toggle):  # a 1.x override
             module.toggle_optimizer(optimizer, index)  # type: ignore[call-arg]
         else:
             module.toggle_optimizer(optimizer)
@@ -181,9 +174,7 @@ class OneXOptimization:
             yield
         finally:
             untoggle: Any = module.untoggle_optimizer
-            untoggle(
-                index if _takes(type(module).untoggle_optimizer, "optimizer_idx") else optimizer
-            )
+            untoggle(index if takes_optimizer_idx(type(module).untoggle_optimizer) else optimizer)
 
     def _step(self, batch: Any, batch_idx: int, index: int, optimizer: Any, count: int) -> Any:
         module, trainer = self.module, self.module.trainer
@@ -205,7 +196,7 @@ class OneXOptimization:
 
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer, closure)
         keywords: dict[str, Any] = {}
-        if _takes(type(module).optimizer_step, "optimizer_idx"):  # 1.x's signature
+        if takes_optimizer_idx(type(module).optimizer_step):  # 1.x's signature
             args = (trainer.current_epoch, batch_idx, optimizer, index, closure)
             keywords = keywords_of(type(module).optimizer_step, {
                 "on_tpu": False,
@@ -223,7 +214,7 @@ class OneXOptimization:
         _call_callback_hooks(trainer, "on_before_zero_grad", optimizer)
         _call_lightning_module_hook(trainer, "on_before_zero_grad", optimizer)
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer)
-        if _takes(type(self.module).optimizer_zero_grad, "optimizer_idx"):
+        if takes_optimizer_idx(type(self.module).optimizer_zero_grad):
             args = (*args, index)
         _call_lightning_module_hook(trainer, "optimizer_zero_grad", *args)
 
@@ -233,7 +224,7 @@ class OneXOptimization:
         if value is None and hook is pl.LightningModule.configure_gradient_clipping:
             return
         args: tuple[Any, ...] = (optimizer,)
-        if _takes(hook, "optimizer_idx"):  # 1.5–1.9's signature
+        if takes_optimizer_idx(hook):  # 1.5–1.9's signature
             args = (optimizer, index)
         clip: Any = self.module.configure_gradient_clipping
         clip(*args, gradient_clip_val=value, gradient_clip_algorithm=algorithm)
@@ -252,7 +243,8 @@ def _uncounted(optimizer: Any, trainer: pl.Trainer) -> Any:
 
 class _Hook:
     """An instance attribute standing in for one of the module's methods; ``__code__`` is the
-    method's own (what Lightning's ``is_overridden`` compares), the call goes to ``target``."""
+    method's own (what Lightning's ``is_overridden`` compares), the call goes to the state's
+    method of the same name."""
 
     def __init__(self, state: OneXOptimization, name: str) -> None:
         self.state, self.name = state, name
@@ -261,15 +253,8 @@ class _Hook:
     def __code__(self) -> Any:
         return getattr(type(self.state.module), self.name).__code__
 
-
-class _TrainingStep(_Hook):
-    def __call__(self, batch: Any, batch_idx: int) -> Any:
-        return self.state.training_step(batch, batch_idx)
-
-
-class _ConfigureOptimizers(_Hook):
-    def __call__(self) -> Any:
-        return self.state.configure_optimizers()
+    def __call__(self, *args: Any) -> Any:
+        return getattr(self.state, self.name)(*args)
 
 
 class _LearningRates:
@@ -352,8 +337,8 @@ def multi_optimizer_stage(trainer: pl.Trainer, model: Any) -> Iterator[None]:
     loop = trainer.fit_loop.epoch_loop
     trainer.gradient_clip_val = None  # ddpkit clips (Lightning refuses it in manual mode)
     model.automatic_optimization = False
-    model.training_step = _TrainingStep(state, "training_step")
-    model.configure_optimizers = _ConfigureOptimizers(state, "configure_optimizers")
+    model.training_step = _Hook(state, "training_step")
+    model.configure_optimizers = _Hook(state, "configure_optimizers")
     loop.__dict__["_update_learning_rates"] = _LearningRates(loop, state)
     try:
         yield
