@@ -90,9 +90,6 @@ class Rewrite:
             )
         self.kwargs[name] = value
 
-    def callback(self, callback: Any) -> None:
-        self.callbacks.append(callback)
-
     def users(self, kind: type) -> Any:
         """The user's own callback of that kind in ``callbacks=`` (None: there is none)."""
         return next(
@@ -114,7 +111,8 @@ class Keyword:
 
     row: Row
     handler: Handler | None = None
-    """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``)."""
+    """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``), or
+    none asks for what Lightning 2.x does not do anyway (``amp_level``)."""
 
     @property
     def name(self) -> str:
@@ -176,8 +174,22 @@ class Keyword:
         return row.spelling(value) if answer is None else answer
 
 
-def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
-    rw.resume_from_checkpoint = value
+def _kept(field: str) -> Handler:
+    """The value kept in the :class:`Rewrite` field of that name, for the stages to apply."""
+
+    def handler(value: Any, rw: Rewrite) -> None:
+        setattr(rw, field, value)
+
+    return handler
+
+
+def _as(name: str, fixed: Any = None) -> Handler:
+    """The value (or ``fixed``) as the Lightning 2.x keyword ``name`` (:meth:`Rewrite.set`)."""
+
+    def handler(value: Any, rw: Rewrite) -> None:
+        rw.set(name, value if fixed is None else fixed)
+
+    return handler
 
 
 def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
@@ -200,7 +212,7 @@ def _weights_summary(value: Any, rw: Rewrite) -> str | None:
     elif rw.users(ModelSummary) is not None:
         return NOTHING  # 1.5–1.9: a ModelSummary of the user's wins ("Skipping setting a default")
     else:
-        rw.callback(ModelSummary(max_depth=-1))
+        rw.callbacks.append(ModelSummary(max_depth=-1))
     return None
 
 
@@ -217,30 +229,18 @@ def _checkpoint_callback(value: Any, rw: Rewrite) -> None:
     if isinstance(value, bool):
         rw.set("enable_checkpointing", value)
     else:  # Lightning 1.0–1.2 took a ModelCheckpoint here
-        rw.callback(value)
-
-
-def _terminate_on_nan(value: Any, rw: Rewrite) -> None:
-    rw.set("detect_anomaly", True)
-
-
-def _flush_logs_every_n_steps(value: Any, rw: Rewrite) -> None:
-    rw.flush_logs_every_n_steps = value
+        rw.callbacks.append(value)
 
 
 def _log_gpu_memory(value: Any, rw: Rewrite) -> str | None:
     if rw.users(DeviceStatsMonitor) is not None:
         return NOTHING  # the user's monitor logs the device's memory already (not twice)
-    rw.callback(DeviceStatsMonitor())
+    rw.callbacks.append(DeviceStatsMonitor())
     return None
 
 
-def _prepare_data_per_node(value: Any, rw: Rewrite) -> None:
-    rw.prepare_data_per_node = value
-
-
 def _track_grad_norm(value: Any, rw: Rewrite) -> None:
-    rw.callback(GradNormLogger(float(value)))
+    rw.callbacks.append(GradNormLogger(float(value)))
 
 
 def _auto_select_gpus(value: Any, rw: Rewrite) -> str:
@@ -255,26 +255,6 @@ def _auto_select_gpus(value: Any, rw: Rewrite) -> str:
         return NOTHING  # nothing to pick from: the connector says so, with the fix
     rw.kwargs[flag] = find_usable_cuda_devices(count)
     return f"devices=find_usable_cuda_devices({count})"
-
-
-def _amp_level(value: Any, rw: Rewrite) -> str:
-    return NOTHING  # 1.x read it only with amp_backend='apex', which is refused
-
-
-def _replace_sampler_ddp(value: Any, rw: Rewrite) -> None:
-    rw.set("use_distributed_sampler", value)
-
-
-def _reload_dataloaders_every_epoch(value: Any, rw: Rewrite) -> None:
-    rw.set("reload_dataloaders_every_n_epochs", 1)
-
-
-def _distributed_backend(value: Any, rw: Rewrite) -> None:
-    rw.set("accelerator", value)
-
-
-def _automatic_optimization(value: Any, rw: Rewrite) -> None:
-    rw.automatic_optimization = False
 
 
 def _auto_lr_find(value: Any, rw: Rewrite) -> None:
@@ -297,7 +277,7 @@ def _accumulate_grad_batches(value: Any, rw: Rewrite) -> None:
             f"without accumulate_grad_batches, or your callback alone."
         )
     rw.kwargs["accumulate_grad_batches"] = 1
-    rw.callback(GradientAccumulationScheduler(scheduling=dict(value)))
+    rw.callbacks.append(GradientAccumulationScheduler(scheduling=dict(value)))
 
 
 def _profiler(value: Any, rw: Rewrite) -> None:
@@ -305,22 +285,22 @@ def _profiler(value: Any, rw: Rewrite) -> None:
 
 
 _HANDLERS: dict[str, Handler] = {
-    "resume_from_checkpoint": _resume_from_checkpoint,
+    "resume_from_checkpoint": _kept("resume_from_checkpoint"),
     "progress_bar_refresh_rate": _progress_bar_refresh_rate,
     "process_position": _process_position,
     "weights_summary": _weights_summary,
     "checkpoint_callback": _checkpoint_callback,
-    "terminate_on_nan": _terminate_on_nan,
-    "flush_logs_every_n_steps": _flush_logs_every_n_steps,
+    "terminate_on_nan": _as("detect_anomaly", True),
+    "flush_logs_every_n_steps": _kept("flush_logs_every_n_steps"),
     "log_gpu_memory": _log_gpu_memory,
-    "prepare_data_per_node": _prepare_data_per_node,
+    "prepare_data_per_node": _kept("prepare_data_per_node"),
     "track_grad_norm": _track_grad_norm,
     "auto_select_gpus": _auto_select_gpus,
-    "amp_level": _amp_level,
-    "replace_sampler_ddp": _replace_sampler_ddp,
-    "reload_dataloaders_every_epoch": _reload_dataloaders_every_epoch,
-    "distributed_backend": _distributed_backend,
-    "automatic_optimization": _automatic_optimization,
+    # amp_level has none: 1.x read it only with amp_backend='apex', which is refused
+    "replace_sampler_ddp": _as("use_distributed_sampler"),
+    "reload_dataloaders_every_epoch": _as("reload_dataloaders_every_n_epochs", 1),
+    "distributed_backend": _as("accelerator"),
+    "automatic_optimization": _kept("automatic_optimization"),  # False: True asks for nothing
     "auto_lr_find": _auto_lr_find,
     "auto_scale_batch_size": _auto_scale_batch_size,
     "accumulate_grad_batches": _accumulate_grad_batches,
