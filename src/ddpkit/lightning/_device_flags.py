@@ -67,6 +67,13 @@ def _is_ddpkit_plugin(plugin: Any) -> bool:
     return isinstance(plugin, TrainingTypePlugin | ClusterEnvironment | PrecisionPlugin | str)
 
 
+def _plugin_list(plugins: Any) -> list[Any]:
+    """``plugins=`` as Lightning takes it (None, one plugin, a list or a tuple), as a list."""
+    if plugins is None:
+        return []
+    return list(plugins) if isinstance(plugins, list | tuple) else [plugins]
+
+
 def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
     """True when the call uses a device spelling of Lightning 1.x that ddpkit's connector knows."""
     if "gpus" in kwargs or "num_processes" in kwargs:
@@ -78,11 +85,7 @@ def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
         return True
     if isinstance(kwargs.get("strategy"), TrainingTypePlugin):
         return True
-    plugins = kwargs.get("plugins")
-    if plugins is None:
-        return False
-    plugins = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
-    return any(_is_ddpkit_plugin(p) for p in plugins)
+    return any(_is_ddpkit_plugin(p) for p in _plugin_list(kwargs.get("plugins")))
 
 
 @dataclass(frozen=True)
@@ -106,12 +109,9 @@ class DeviceCall:
 
 
 def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
-    if plugins is None:
-        return [], []
-    items = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
     mine: list[Any] = []
     passthrough: list[Any] = []
-    for plugin in items:
+    for plugin in _plugin_list(plugins):
         if isinstance(plugin, LightningClusterEnvironment):
             _check_detected(call, plugin)
             mine.append(from_lightning(plugin))
