@@ -67,9 +67,6 @@ class LightningEnvironment(LocalEnvironment):
     def __repr__(self) -> str:
         return "LightningEnvironment()"
 
-    def __getstate__(self) -> dict[str, object]:
-        return super().__getstate__()
-
 
 class FromLightning(ClusterEnvironment):
     """A Lightning cluster environment the user passed with 1.x device flags, as the connector
