@@ -26,6 +26,7 @@ from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
 
+from ddpkit._compat_1x.keywords import is_value
 from ddpkit._flag_names import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, TRAINING_TYPES
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
 from ddpkit.connector._flags import DEVICE_FLAGS
@@ -120,8 +121,7 @@ def _check_precision(value: Any) -> None:
     names: tuple[Any, ...] = tuple(
         a for alias in get_args(_PRECISION_INPUT) for a in get_args(alias)
     )
-    exact = any(type(value) is type(name) and value == name for name in names)
-    if value is None or exact:
+    if value is None or is_value(value, names):
         return
     hint = did_you_mean(str(value).removesuffix(".0"), [str(n) for n in names])
     raise MisconfigurationError(
