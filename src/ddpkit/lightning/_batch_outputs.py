@@ -67,8 +67,7 @@ def epoch_end_outputs(batches: list[dict[int, Any]], count: int) -> list[Any]:
         return []
     rows = [[batch[index] for index in sorted(batch)] for batch in batches]
     if count == 1:  # the optimizer dimension squeezed: the outputs themselves
-        found: list[Any] = [row[0] for row in rows if row]
-        return found
+        return [row[0] for row in rows if row]
     if len(rows) == 1:  # the batch dimension squeezed: that batch's outputs
         return rows[0]
     return [row for row in rows if row]

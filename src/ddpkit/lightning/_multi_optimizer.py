@@ -223,9 +223,7 @@ class OneXOptimization:
         hook = type(self.module).configure_gradient_clipping
         if value is None and hook is pl.LightningModule.configure_gradient_clipping:
             return
-        args: tuple[Any, ...] = (optimizer,)
-        if takes_optimizer_idx(hook):  # 1.5–1.9's signature
-            args = (optimizer, index)
+        args = (optimizer, index) if takes_optimizer_idx(hook) else (optimizer,)  # 1.5–1.9: index
         clip: Any = self.module.configure_gradient_clipping
         clip(*args, gradient_clip_val=value, gradient_clip_algorithm=algorithm)
 
