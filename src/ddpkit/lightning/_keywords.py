@@ -43,15 +43,6 @@ def callback_list(given: Any) -> list[Any]:
     return [] if given is None else list(given) if isinstance(given, list) else [given]
 
 
-class Refusal(Exception):
-    """Raised by a handler: Lightning 2.x cannot do this from the Trainer (``why``); ``fix`` is
-    the replacement. :meth:`Keyword.apply` turns it into the user's error."""
-
-    def __init__(self, why: str, fix: str) -> None:
-        super().__init__(why, fix)
-        self.why, self.fix = why, fix
-
-
 @dataclass
 class Rewrite:
     """The Lightning 2.x Trainer a call means, built up keyword by keyword."""
@@ -99,7 +90,7 @@ class Rewrite:
 
 #: A 1.x keyword's handler: applies a value that asks for something to the rewrite. It returns
 #: None (the row's Lightning 2.x spelling names what it became), its own spelling, or
-#: :data:`NOTHING` (this value asks for nothing after all); or it raises :class:`Refusal`.
+#: :data:`NOTHING` (this value asks for nothing after all); or it refuses the value itself.
 Handler = Callable[[Any, Rewrite], "str | None"]
 #: A handler's answer: the value asks for what Lightning 2.x does anyway.
 NOTHING = "\0nothing"
@@ -113,10 +104,6 @@ class Keyword:
     handler: Handler | None = None
     """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``), or
     none asks for what Lightning 2.x does not do anyway (``amp_level``)."""
-
-    @property
-    def name(self) -> str:
-        return self.row.name
 
     @property
     def removed(self) -> str:
@@ -164,13 +151,7 @@ class Keyword:
                 f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
                 f"Fix: {row.spelling(value)}."
             )
-        try:
-            answer = self.handler(value, rewrite) if self.handler is not None else NOTHING
-        except Refusal as refusal:
-            raise MisconfigurationError(
-                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and "
-                f"{refusal.why}. Fix: {refusal.fix}."
-            ) from None
+        answer = self.handler(value, rewrite) if self.handler is not None else NOTHING
         return row.spelling(value) if answer is None else answer
 
 
