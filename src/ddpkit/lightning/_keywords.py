@@ -10,7 +10,7 @@ naming the replacement when Lightning 2.x has no way to do the same from the Tra
 asks for what Lightning 2.x does anyway (``weights_summary="top"``) is mapped to nothing, and the
 warning says to drop it. A handler applies a value that asks for something onto Lightning 2.x's
 Trainer (a keyword, a callback, something a stage does); a row with ``gone`` set has no handler:
-Lightning 2.x cannot do what its values ask, and :class:`Keyword` refuses them. The table is
+Lightning 2.x cannot do what its values ask, and :func:`apply_keyword` refuses them. The table is
 :data:`KEYWORDS`.
 """
 
@@ -96,63 +96,47 @@ Handler = Callable[[Any, Rewrite], "str | None"]
 NOTHING = "\0nothing"
 
 
-@dataclass(frozen=True)
-class Keyword:
-    """What ``ddpkit.lightning.Trainer`` does with one row of the shared table."""
-
-    row: Row
-    handler: Handler | None = None
-    """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``), or
-    none asks for what Lightning 2.x does not do anyway (``amp_level``)."""
-
-    @property
-    def removed(self) -> str:
-        return self.row.removed
-
-    @property
-    def still_a_keyword(self) -> bool:
-        return self.row.kept
-
-    def apply(self, value: Any, rewrite: Rewrite) -> None:
-        row = self.row
-        nothing = row.asks_for_nothing(value)
-        if nothing is True:
-            return  # the last 1.x default: what Trainer(...) without it does
-        if row.kept and nothing is None and not row.check(value):
-            if row.takes is not None and not row.takes[1](value):
-                raise MisconfigurationError(
-                    f"{quote(row.name, value)}: Lightning 2.x takes {row.takes[0]}, and "
-                    f"Lightning 1.x took {row.accepts}. Fix: pass one of those, or drop it."
-                )
-            rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes
-            return
-        if nothing is None and not row.check(value):
+def apply_keyword(row: Row, value: Any, rewrite: Rewrite) -> None:
+    """What ``ddpkit.lightning.Trainer`` does with a value of one row of the shared table."""
+    nothing = row.asks_for_nothing(value)
+    if nothing is True:
+        return  # the last 1.x default: what Trainer(...) without it does
+    if row.kept and nothing is None and not row.check(value):
+        if row.takes is not None and not row.takes[1](value):
             raise MisconfigurationError(
-                f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
-                f"those, or drop it."
+                f"{quote(row.name, value)}: Lightning 2.x takes {row.takes[0]}, and "
+                f"Lightning 1.x took {row.accepts}. Fix: pass one of those, or drop it."
             )
-        rewrite.current = f"{row.name}={value!r}"
-        spelling = self._spelling(value, rewrite, asks=nothing is None)
-        what = "this value was removed" if row.kept else "removed"
-        head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
-        if spelling == NOTHING:
-            rewrite.messages.append(f"{head}; it asks for what Lightning 2.x does. Fix: drop it.")
-        else:
-            rewrite.messages.append(
-                f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
-            )
+        rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes
+        return
+    if nothing is None and not row.check(value):
+        raise MisconfigurationError(
+            f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
+            f"those, or drop it."
+        )
+    rewrite.current = f"{row.name}={value!r}"
+    spelling = _spelling(row, value, rewrite, asks=nothing is None)
+    what = "this value was removed" if row.kept else "removed"
+    head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
+    if spelling == NOTHING:
+        rewrite.messages.append(f"{head}; it asks for what Lightning 2.x does. Fix: drop it.")
+    else:
+        rewrite.messages.append(
+            f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
+        )
 
-    def _spelling(self, value: Any, rewrite: Rewrite, *, asks: bool) -> str:
-        row = self.row
-        if not asks:
-            return NOTHING  # nothing to pass on: Trainer(...) without it does the same
-        if row.gone:
-            raise MisconfigurationError(
-                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
-                f"Fix: {row.spelling(value)}."
-            )
-        answer = self.handler(value, rewrite) if self.handler is not None else NOTHING
-        return row.spelling(value) if answer is None else answer
+
+def _spelling(row: Row, value: Any, rewrite: Rewrite, *, asks: bool) -> str:
+    if not asks:
+        return NOTHING  # nothing to pass on: Trainer(...) without it does the same
+    if row.gone:
+        raise MisconfigurationError(
+            f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
+            f"Fix: {row.spelling(value)}."
+        )
+    handler = _HANDLERS.get(row.name)
+    answer = handler(value, rewrite) if handler is not None else NOTHING
+    return row.spelling(value) if answer is None else answer
 
 
 def _kept(field: str) -> Handler:
@@ -265,6 +249,8 @@ def _profiler(value: Any, rw: Rewrite) -> None:
     rw.kwargs["profiler"] = "simple"  # True (False asks for nothing)
 
 
+#: Each row's handler. A row without one: no value of it asks for something Lightning 2.x can do
+#: (a row with ``gone``), or none asks for what Lightning 2.x does not do anyway (``amp_level``).
 _HANDLERS: dict[str, Handler] = {
     "resume_from_checkpoint": _kept("resume_from_checkpoint"),
     "progress_bar_refresh_rate": _progress_bar_refresh_rate,
@@ -289,6 +275,4 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 #: Every 1.x keyword of the shared table, by name, in the table's order (the order applied).
-KEYWORDS: dict[str, Keyword] = {
-    name: Keyword(row, _HANDLERS.get(name)) for name, row in ROWS.items()
-}
+KEYWORDS: dict[str, Row] = ROWS

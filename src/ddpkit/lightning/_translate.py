@@ -43,7 +43,7 @@ from ddpkit.lightning._device_flags import (
     removed_strategy,
 )
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
-from ddpkit.lightning._keywords import KEYWORDS, Rewrite, callback_list
+from ddpkit.lightning._keywords import KEYWORDS, Rewrite, apply_keyword, callback_list
 from ddpkit.lightning._lightning_private import _PRECISION_INPUT
 from ddpkit.utilities._reprs import safe_repr
 from ddpkit.utilities._suggest import choices, did_you_mean
@@ -200,9 +200,9 @@ def translate_call(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Tra
         )
     _check_names(kwargs)
     rewrite = Rewrite(kwargs={k: v for k, v in kwargs.items() if k not in KEYWORDS}, given=kwargs)
-    for name, keyword in KEYWORDS.items():
+    for name, row in KEYWORDS.items():
         if name in kwargs:
-            keyword.apply(kwargs[name], rewrite)
+            apply_keyword(row, kwargs[name], rewrite)
     lightning = rewrite.kwargs
     for name in _LEGACY_DEVICE_KEYWORDS:
         if name in lightning and lightning[name] is None:  # their 1.x default: no device flag
