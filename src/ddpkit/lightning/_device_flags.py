@@ -16,7 +16,6 @@ accelerator or precision object is refused: the plan could not say what it does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from lightning_fabric.plugins import CheckpointIO
@@ -88,24 +87,17 @@ def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
     return any(_is_ddpkit_plugin(p) for p in _plugin_list(kwargs.get("plugins")))
 
 
-@dataclass(frozen=True)
-class DeviceCall:
+def device_call(kwargs: Mapping[str, Any]) -> tuple[Flags, list[Any]]:
     """A 1.x device call, sorted: the connector's flags and the Lightning plugins it passes on."""
-
-    flags: Flags
-    passthrough: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, kwargs: Mapping[str, Any]) -> DeviceCall:
-        given = {k: v for k, v in kwargs.items() if k in DEVICE_FLAGS}  # the user's order
-        if given.get("precision") is None:
-            given.pop("precision", None)  # Lightning's default; the connector's is 32-true
-        call = quoted(given)  # as the user wrote it, before any sorting
-        plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
-        if plugins:
-            given["plugins"] = plugins
-        _refuse_lightning_objects(call, given)
-        return cls(flags=Flags.of(**given), passthrough=passthrough)
+    given = {k: v for k, v in kwargs.items() if k in DEVICE_FLAGS}  # the user's order
+    if given.get("precision") is None:
+        given.pop("precision", None)  # Lightning's default; the connector's is 32-true
+    call = quoted(given)  # as the user wrote it, before any sorting
+    plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
+    if plugins:
+        given["plugins"] = plugins
+    _refuse_lightning_objects(call, given)
+    return Flags.of(**given), passthrough
 
 
 def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:

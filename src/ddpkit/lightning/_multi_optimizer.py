@@ -103,7 +103,8 @@ class OneXOptimization:
         conf: Any = (
             own() if own is not None else type(self.module).configure_optimizers(self.module)
         )
-        if isinstance(conf, list | tuple) and conf and all(isinstance(d, dict) for d in conf):
+        dicts = isinstance(conf, list | tuple) and all(isinstance(d, dict) for d in conf)
+        if dicts and conf:
             self.frequencies = [d["frequency"] for d in conf if d.get("frequency") is not None]
             conf = [{k: v for k, v in d.items() if k != "frequency"} for d in conf]
         elif isinstance(conf, dict) and "frequency" in conf:
@@ -113,9 +114,7 @@ class OneXOptimization:
         # optimizers given as dicts
         kept = vars(self.module.trainer)
         kept["_ddpkit_optimizer_frequencies"] = list(self.frequencies)
-        kept["_ddpkit_scheduler_opt_idx"] = isinstance(conf, list | tuple) and all(
-            isinstance(d, dict) for d in conf
-        )
+        kept["_ddpkit_scheduler_opt_idx"] = dicts
         self.scheduler_configs = _configure_schedulers_automatic_opt(schedulers, monitor)
         if self.frequencies and len(self.frequencies) != len(optimizers):
             raise MisconfigurationError(

@@ -37,7 +37,7 @@ from ddpkit.errors import (
     MisconfigurationError,
 )
 from ddpkit.lightning._device_flags import (
-    DeviceCall,
+    device_call,
     is_legacy_device_call,
     quoted,
     removed_strategy,
@@ -147,21 +147,19 @@ def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
 def _resolve(
     kwargs: dict[str, Any], probe: Probe | None, supervise: bool
 ) -> tuple[Plan, LightningDevices, list[str]]:
-    call = DeviceCall.of(kwargs)
+    flags, passthrough = device_call(kwargs)
     # The connector warns in its own words (ddpkit's spelling); the Trainer warns once, in
     # Lightning's. Its other warnings are passed on as they are.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DDPKitWarning)
-        connector = AcceleratorConnector(call.flags, probe)
+        connector = AcceleratorConnector(flags, probe)
     notes = [
         str(w.message)
         for w in caught
         if issubclass(w.category, DDPKitWarning)
         and not issubclass(w.category, DDPKitDeprecationWarning)
     ]
-    devices = lightning_devices(
-        connector.plan, connector.built, call.passthrough, supervise=supervise
-    )
+    devices = lightning_devices(connector.plan, connector.built, passthrough, supervise=supervise)
     return connector.plan, devices, notes
 
 
