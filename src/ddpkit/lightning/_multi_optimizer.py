@@ -37,6 +37,7 @@ the stage, with a warning that says so.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -137,6 +138,14 @@ class OneXOptimization:
         cumulative = np.cumsum(self.frequencies)
         index = int(np.searchsorted(cumulative, batch_idx % int(cumulative[-1]), side="right"))
         return [(index, optimizers[index])]
+
+    def schedulers(self, optimizers: list[Any], batch_idx: int) -> list[Any]:
+        """The scheduler configs that step at ``batch_idx`` (counted across epochs). 1.x's rule
+        with ``frequency``: only those of the active optimizer (1.x's ``update_lr_schedulers``)."""
+        if not self.frequencies:
+            return self.scheduler_configs
+        active = {id(o) for _, o in self.active(optimizers, batch_idx)}
+        return [c for c in self.scheduler_configs if id(c.scheduler.optimizer) in active]
 
     def training_step(self, batch: Any, batch_idx: int) -> Any:
         module = self.module
@@ -254,32 +263,21 @@ class _Hook:
         return getattr(self.state, self.name)(*args)
 
 
-class _LearningRates:
-    """``_TrainingEpochLoop._update_learning_rates`` for this module: Lightning's own (which runs
-    for automatic optimization only), on the scheduler configs automatic optimization parsed."""
-
-    def __init__(self, loop: Any, state: OneXOptimization) -> None:
-        self.loop, self.state = loop, state
-
-    def __call__(self, interval: str, update_plateau_schedulers: bool) -> None:
-        module, strategy = self.state.module, self.state.module.trainer.strategy
-        manual = strategy.lr_scheduler_configs
-        module.automatic_optimization = True
-        strategy.lr_scheduler_configs = self._of_active_optimizers(strategy.optimizers)
-        try:
-            type(self.loop)._update_learning_rates(self.loop, interval, update_plateau_schedulers)
-        finally:
-            module.automatic_optimization = False
-            strategy.lr_scheduler_configs = manual
-
-    def _of_active_optimizers(self, optimizers: list[Any]) -> list[Any]:
-        """1.x's rule with ``frequency``: a scheduler steps only where its optimizer is active,
-        at the batch index counted across epochs (1.x's ``update_lr_schedulers``)."""
-        configs = self.state.scheduler_configs
-        if not self.state.frequencies:
-            return configs
-        active = {id(o) for _, o in self.state.active(optimizers, self.loop.total_batch_idx)}
-        return [c for c in configs if id(c.scheduler.optimizer) in active]
+def _update_learning_rates(
+    loop: Any, state: OneXOptimization, interval: str, update_plateau_schedulers: bool
+) -> None:
+    """``_TrainingEpochLoop._update_learning_rates`` for this module (bound to the loop and the
+    state): Lightning's own (which runs for automatic optimization only), on the scheduler
+    configs automatic optimization parsed, of the optimizers active at the loop's batch."""
+    module, strategy = state.module, state.module.trainer.strategy
+    manual = strategy.lr_scheduler_configs
+    module.automatic_optimization = True
+    strategy.lr_scheduler_configs = state.schedulers(strategy.optimizers, loop.total_batch_idx)
+    try:
+        type(loop)._update_learning_rates(loop, interval, update_plateau_schedulers)
+    finally:
+        module.automatic_optimization = False
+        strategy.lr_scheduler_configs = manual
 
 
 def _refuse(trainer: pl.Trainer, model: Any) -> None:
@@ -336,7 +334,7 @@ def multi_optimizer_stage(trainer: pl.Trainer, model: Any) -> Iterator[None]:
     model.automatic_optimization = False
     model.training_step = _Hook(state, "training_step")
     model.configure_optimizers = _Hook(state, "configure_optimizers")
-    loop.__dict__["_update_learning_rates"] = _LearningRates(loop, state)
+    loop.__dict__["_update_learning_rates"] = functools.partial(_update_learning_rates, loop, state)
     try:
         yield
     finally:
