@@ -114,8 +114,16 @@ def apply_keyword(row: Row, value: Any, rewrite: Rewrite) -> None:
             f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
             f"those, or drop it."
         )
+    if nothing is None and row.gone:
+        raise MisconfigurationError(
+            f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
+            f"Fix: {row.spelling(value)}."
+        )
     rewrite.current = f"{row.name}={value!r}"
-    spelling = _spelling(row, value, rewrite, asks=nothing is None)
+    # A value that asks for nothing has nothing to pass on: Trainer(...) without it does the same.
+    handler = _HANDLERS.get(row.name) if nothing is None else None
+    answer = handler(value, rewrite) if handler is not None else NOTHING
+    spelling = row.spelling(value) if answer is None else answer
     what = "this value was removed" if row.kept else "removed"
     head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
     if spelling == NOTHING:
@@ -124,19 +132,6 @@ def apply_keyword(row: Row, value: Any, rewrite: Rewrite) -> None:
         rewrite.messages.append(
             f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
         )
-
-
-def _spelling(row: Row, value: Any, rewrite: Rewrite, *, asks: bool) -> str:
-    if not asks:
-        return NOTHING  # nothing to pass on: Trainer(...) without it does the same
-    if row.gone:
-        raise MisconfigurationError(
-            f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
-            f"Fix: {row.spelling(value)}."
-        )
-    handler = _HANDLERS.get(row.name)
-    answer = handler(value, rewrite) if handler is not None else NOTHING
-    return row.spelling(value) if answer is None else answer
 
 
 def _kept(field: str) -> Handler:
