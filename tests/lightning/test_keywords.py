@@ -391,7 +391,7 @@ def test_distributed_backend_is_1x_accelerator() -> None:
 def test_every_1x_keyword_of_the_table_is_known_to_the_trainer() -> None:
     from ddpkit.lightning._translate import LIGHTNING_KEYWORDS
 
-    removed = {name for name, kw in KEYWORDS.items() if not kw.still_a_keyword}
-    kept = {name for name, kw in KEYWORDS.items() if kw.still_a_keyword}
+    removed = {name for name, row in KEYWORDS.items() if not row.kept}
+    kept = {name for name, row in KEYWORDS.items() if row.kept}
     assert not removed & set(LIGHTNING_KEYWORDS)  # 2.x really removed them
     assert kept <= set(LIGHTNING_KEYWORDS)

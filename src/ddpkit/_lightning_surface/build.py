@@ -103,12 +103,8 @@ def _test_of(key: str) -> str | None:
 
 
 def _from_rule(rule: Rule) -> dict[str, str]:
-    entry = {"status": rule.status, "note": rule.note}
-    if rule.row:
-        entry["row"] = rule.row
-    if rule.example:
-        entry["example"] = rule.example
-    return entry
+    """The rule's fields that are set (every rule has a status and a note)."""
+    return {field: value for field, value in rule._asdict().items() if value}
 
 
 def member_status(owner: str, name: str, fact: dict[str, Any], ours: type) -> dict[str, str]:
@@ -138,10 +134,9 @@ def member_status(owner: str, name: str, fact: dict[str, Any], ours: type) -> di
     return {"status": SAME}
 
 
-def keyword_status(owner: str, param: dict[str, str], ours: type) -> dict[str, str]:
-    """The status of Lightning's constructor keyword on ddpkit's class ``ours``."""
+def keyword_status(key: str, param: dict[str, str], ours: type) -> dict[str, str]:
+    """The status of Lightning's constructor keyword ``key`` on ddpkit's class ``ours``."""
     name, kind = param["name"], param["kind"]
-    key = f"{owner}({'**' if kind == '**kwargs' else '*' if kind == '*args' else ''}{name})"
     if key in rules.RULES:
         return _from_rule(rules.RULES[key])
     mine = inspect.signature(ours).parameters
@@ -193,7 +188,7 @@ def _class_entries(
         prefix = "**" if param["kind"] == "**kwargs" else "*" if param["kind"] == "*args" else ""
         key = f"{owner}({prefix}{param['name']})"
         try:
-            status = inherited or keyword_status(owner, param, ours)  # type: ignore[arg-type]
+            status = inherited or keyword_status(key, param, ours)  # type: ignore[arg-type]
         except UnresolvedError as err:
             missing.append(str(err))
             continue

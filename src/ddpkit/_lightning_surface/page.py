@@ -127,13 +127,10 @@ def render(table: dict[str, Any]) -> str:
     notes = _Notes()
     lines = [_INTRO.format(lightning=table["lightning"]).rstrip("\n"), *_counts(table), ""]
     ordered = sorted(table["classes"].items(), key=lambda item: _order(*item))
-    have = [owner for owner, e in ordered if e["status"] == "same"]
-    lack = [owner for owner, e in ordered if e["status"] != "same"]
-    lines += ["## What ddpkit has", ""]
-    for owner in have:
-        lines += _class(table, owner, notes)
-    lines += ["## What ddpkit does not have", ""]
-    for owner in lack:
-        lines += _class(table, owner, notes)
+    for title, has in (("## What ddpkit has", True), ("## What ddpkit does not have", False)):
+        lines += [title, ""]
+        for owner, entry in ordered:
+            if (entry["status"] == "same") == has:
+                lines += _class(table, owner, notes)
     lines += notes.section()
     return "\n".join(lines) + "\n"

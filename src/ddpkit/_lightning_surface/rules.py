@@ -85,6 +85,15 @@ _ZERO_LENGTH = (
     "such switch. Fix: drop it, and give every rank at least one batch"
 )
 _FROZEN = "a Trainer attribute set from user code"
+_PROFILER = (
+    "ddpkit's loop has no profiler. Fix: wrap trainer.fit(...) in torch.profiler.profile(), or "
+    + _LIGHTNING
+)
+#: a logger of a hosted experiment tracker (its client library's name)
+_TRACKER = (
+    "ddpkit writes CSV and TensorBoard files. Fix: a ddpkit.loggers.Logger subclass whose "
+    "log_metrics / log_hyperparams call {}, or " + _LIGHTNING
+)
 _INTERNAL = "a step of Lightning's own saving logic, not an API a project calls"
 
 #: Lightning's callback and logger classes that ddpkit does not have → why; their members and
@@ -96,9 +105,7 @@ CLASS_RULES: dict[str, Rule] = {
     "BatchSizeFinder": Rule(OUT, _FEATURE),
     "Checkpoint": Rule(REFUSED, "the base class of Lightning's checkpoint callbacks. Fix: "
                        "ddpkit.callbacks.ModelCheckpoint (isinstance(cb, ModelCheckpoint))"),
-    "CometLogger": Rule(OUT, "ddpkit writes CSV and TensorBoard files. Fix: a ddpkit.loggers."
-                        "Logger subclass whose log_metrics / log_hyperparams call Comet, or "
-                        + _LIGHTNING),
+    "CometLogger": Rule(OUT, _TRACKER.format("Comet")),
     "DeviceStatsMonitor": Rule(OUT, _FEATURE),
     "EMAWeightAveraging": Rule(OUT, _FEATURE),
     "GradientAccumulationScheduler": Rule(REFUSED, "Fix: Trainer(accumulate_grad_batches="
@@ -109,9 +116,7 @@ CLASS_RULES: dict[str, Rule] = {
     "LearningRateFinder": Rule(OUT, _FEATURE),
     "LitLogger": Rule(OUT, "Lightning AI's hosted experiment tracker; ddpkit writes CSV and "
                       "TensorBoard files"),
-    "MLFlowLogger": Rule(OUT, "ddpkit writes CSV and TensorBoard files. Fix: a ddpkit.loggers."
-                         "Logger subclass whose log_metrics / log_hyperparams call MLflow, or "
-                         + _LIGHTNING),
+    "MLFlowLogger": Rule(OUT, _TRACKER.format("MLflow")),
     "ModelPruning": Rule(OUT, _FEATURE),
     "OnExceptionCheckpoint": Rule(REFUSED, "Fix: ModelCheckpoint(save_on_exception=True)"),
     "ProgressBar": Rule(REFUSED, _BAR),
@@ -123,9 +128,7 @@ CLASS_RULES: dict[str, Rule] = {
                                       "module)"),
     "TQDMProgressBar": Rule(REFUSED, _BAR),
     "ThroughputMonitor": Rule(OUT, _FEATURE),
-    "WandbLogger": Rule(OUT, "ddpkit writes CSV and TensorBoard files. Fix: a ddpkit.loggers."
-                        "Logger subclass whose log_metrics / log_hyperparams call wandb, or "
-                        + _LIGHTNING),
+    "WandbLogger": Rule(OUT, _TRACKER.format("wandb")),
     "WeightAveraging": Rule(OUT, _FEATURE),
 }  # fmt: skip
 
@@ -144,11 +147,8 @@ RULES: dict[str, Rule] = {
                              row="`plugins=[...]` takes Lightning's plugin objects"),
     "Trainer(val_check_interval)": Rule(DIFFERENCE, "a time-based interval is refused",
                                         row="`val_check_interval` as a time"),
-    "Trainer(profiler)": Rule(REFUSED, "ddpkit's loop has no profiler. Fix: wrap "
-                              "trainer.fit(...) in torch.profiler.profile(), or " + _LIGHTNING,
-                              example="'simple'"),
-    "Trainer.profiler": Rule(REFUSED, "ddpkit's loop has no profiler. Fix: wrap trainer.fit(...) "
-                             "in torch.profiler.profile(), or " + _LIGHTNING),
+    "Trainer(profiler)": Rule(REFUSED, _PROFILER, example="'simple'"),
+    "Trainer.profiler": Rule(REFUSED, _PROFILER),
     "Trainer(model_registry)": Rule(REFUSED, "Lightning's model registry needs Lightning's "
                                     "litmodels. Fix: leave it out and upload "
                                     "trainer.checkpoint_callback.best_model_path yourself",

@@ -12,20 +12,18 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
-class Param:
+class Param(NamedTuple):
     """One parameter of a signature: name, kind (``positional``, ``keyword-only``, ``*args``,
     ``**kwargs``) and default (its repr, or None when it has none)."""
 
-    def __init__(self, name: str, kind: str, default: str | None) -> None:
-        self.name, self.kind, self.default = name, kind, default
-
-    def __repr__(self) -> str:
-        return f"Param({self.name!r}, {self.kind!r}, {self.default!r})"
+    name: str
+    kind: str
+    default: str | None
 
 
 def parameters(facts: list[dict[str, str]]) -> list[Param]:

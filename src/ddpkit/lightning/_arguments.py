@@ -239,29 +239,11 @@ def parse_env_variables(cls: Any, template: str = "PL_%(cls_name)s_%(cls_argumen
 
 class ArgparseAPI:
     """Lightning 1.x's argparse class methods, as ``Trainer`` and ``LightningDataModule`` had
-    them (a base of both of ddpkit.lightning's): each reads the class's signature (see the
-    module)."""
+    them (a base of both of ddpkit.lightning's): each is this module's function of the same name,
+    with the class as ``cls``, reading the class's signature (see the module)."""
 
-    @classmethod
-    def add_argparse_args(
-        cls, parent_parser: ArgumentParser, *, use_argument_group: bool = True
-    ) -> ArgumentParser:
-        """Lightning 1.x's: a ``--<argument>`` per argument of the class's ``__init__``, typed as
-        1.x typed them (``--gpus 2``, ``--accelerator ddp_cpu``, ``--num_processes 2``,
-        ``--plugins ddp_find_unused_parameters_false``)."""
-        return add_argparse_args(cls, parent_parser, use_argument_group=use_argument_group)
-
-    @classmethod
-    def from_argparse_args(cls, args: Namespace | ArgumentParser, **kwargs: Any) -> Any:
-        """Lightning 1.x's: the object the parsed arguments ask for (``kwargs`` override)."""
-        return from_argparse_args(cls, args, **kwargs)
-
-    @classmethod
-    def parse_argparser(cls, arg_parser: ArgumentParser | Namespace) -> Namespace:
-        """Lightning 1.x's: parse, then a bool flag given without a value is True."""
-        return parse_argparser(cls, arg_parser)
-
-    @classmethod
-    def get_init_arguments_and_types(cls) -> list[tuple[str, tuple[Any, ...], Any]]:
-        """Lightning 1.x's: ``(name, types, default)`` of each argument of ``__init__``."""
-        return get_init_arguments_and_types(cls)
+    add_argparse_args = classmethod(add_argparse_args)
+    # mypy: a "cls" in **kwargs would clash with the bound class (a TypeError, as it always was)
+    from_argparse_args = classmethod(from_argparse_args)  # type: ignore[arg-type]
+    parse_argparser = classmethod(parse_argparser)
+    get_init_arguments_and_types = classmethod(get_init_arguments_and_types)

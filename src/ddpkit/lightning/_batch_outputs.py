@@ -25,6 +25,7 @@ written for Lightning 2.x keeps 2.x's.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,23 +67,16 @@ def epoch_end_outputs(batches: list[dict[int, Any]], count: int) -> list[Any]:
         return []
     rows = [[batch[index] for index in sorted(batch)] for batch in batches]
     if count == 1:  # the optimizer dimension squeezed: the outputs themselves
-        found: list[Any] = [row[0] for row in rows if row]
-        return found
+        return [row[0] for row in rows if row]
     if len(rows) == 1:  # the batch dimension squeezed: that batch's outputs
         return rows[0]
     return [row for row in rows if row]
 
 
-class _OneXOutputs:
+def _one_x_run(part: Any, several: bool, *args: Any, **kwargs: Any) -> Any:
     """An optimization loop's ``run`` for one fit: Lightning's, its output in 1.x's form."""
-
-    def __init__(self, part: Any, several: bool) -> None:
-        self.part, self.several = part, several
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        output = type(self.part).run(self.part, *args, **kwargs)
-        several = self.several and len(self.part.trainer.optimizers) > 1
-        return batch_end_outputs(output, several)
+    output = type(part).run(part, *args, **kwargs)
+    return batch_end_outputs(output, several and len(part.trainer.optimizers) > 1)
 
 
 @contextlib.contextmanager
@@ -95,7 +89,7 @@ def one_x_batch_outputs(trainer: pl.Trainer, model: Any, several: bool) -> Itera
     loop = trainer.fit_loop.epoch_loop
     parts = (loop.automatic_optimization, loop.manual_optimization)
     for part in parts:
-        vars(part)["run"] = _OneXOutputs(part, several)
+        vars(part)["run"] = functools.partial(_one_x_run, part, several)
     try:
         yield
     finally:

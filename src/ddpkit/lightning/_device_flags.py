@@ -16,7 +16,6 @@ accelerator or precision object is refused: the plan could not say what it does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from lightning_fabric.plugins import CheckpointIO
@@ -67,6 +66,13 @@ def _is_ddpkit_plugin(plugin: Any) -> bool:
     return isinstance(plugin, TrainingTypePlugin | ClusterEnvironment | PrecisionPlugin | str)
 
 
+def _plugin_list(plugins: Any) -> list[Any]:
+    """``plugins=`` as Lightning takes it (None, one plugin, a list or a tuple), as a list."""
+    if plugins is None:
+        return []
+    return list(plugins) if isinstance(plugins, list | tuple) else [plugins]
+
+
 def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
     """True when the call uses a device spelling of Lightning 1.x that ddpkit's connector knows."""
     if "gpus" in kwargs or "num_processes" in kwargs:
@@ -78,40 +84,26 @@ def is_legacy_device_call(kwargs: Mapping[str, Any]) -> bool:
         return True
     if isinstance(kwargs.get("strategy"), TrainingTypePlugin):
         return True
-    plugins = kwargs.get("plugins")
-    if plugins is None:
-        return False
-    plugins = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
-    return any(_is_ddpkit_plugin(p) for p in plugins)
+    return any(_is_ddpkit_plugin(p) for p in _plugin_list(kwargs.get("plugins")))
 
 
-@dataclass(frozen=True)
-class DeviceCall:
+def device_call(kwargs: Mapping[str, Any]) -> tuple[Flags, list[Any]]:
     """A 1.x device call, sorted: the connector's flags and the Lightning plugins it passes on."""
-
-    flags: Flags
-    passthrough: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, kwargs: Mapping[str, Any]) -> DeviceCall:
-        given = {k: v for k, v in kwargs.items() if k in DEVICE_FLAGS}  # the user's order
-        if given.get("precision") is None:
-            given.pop("precision", None)  # Lightning's default; the connector's is 32-true
-        call = quoted(given)  # as the user wrote it, before any sorting
-        plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
-        if plugins:
-            given["plugins"] = plugins
-        _refuse_lightning_objects(call, given)
-        return cls(flags=Flags.of(**given), passthrough=passthrough)
+    given = {k: v for k, v in kwargs.items() if k in DEVICE_FLAGS}  # the user's order
+    if given.get("precision") is None:
+        given.pop("precision", None)  # Lightning's default; the connector's is 32-true
+    call = quoted(given)  # as the user wrote it, before any sorting
+    plugins, passthrough = _sort_plugins(call, given.pop("plugins", None))
+    if plugins:
+        given["plugins"] = plugins
+    _refuse_lightning_objects(call, given)
+    return Flags.of(**given), passthrough
 
 
 def _sort_plugins(call: str, plugins: Any) -> tuple[list[Any], list[Any]]:
-    if plugins is None:
-        return [], []
-    items = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
     mine: list[Any] = []
     passthrough: list[Any] = []
-    for plugin in items:
+    for plugin in _plugin_list(plugins):
         if isinstance(plugin, LightningClusterEnvironment):
             _check_detected(call, plugin)
             mine.append(from_lightning(plugin))

@@ -27,7 +27,7 @@ precision, sync_batchnorm          ``precision``, ``sync_batchnorm``
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -72,15 +72,8 @@ class LightningDevices:
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``pytorch_lightning.Trainer``."""
-        return {
-            "accelerator": self.accelerator,
-            "devices": self.devices,
-            "num_nodes": self.num_nodes,
-            "strategy": self.strategy,
-            "precision": self.precision,
-            "sync_batchnorm": self.sync_batchnorm,
-            "plugins": list(self.plugins),
-        }
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "call"}
+        return {**kwargs, "plugins": list(self.plugins)}
 
 
 def ddp_options(plugin: DDPPlugin) -> dict[str, Any]:

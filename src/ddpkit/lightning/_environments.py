@@ -67,9 +67,6 @@ class LightningEnvironment(LocalEnvironment):
     def __repr__(self) -> str:
         return "LightningEnvironment()"
 
-    def __getstate__(self) -> dict[str, object]:
-        return super().__getstate__()
-
 
 class FromLightning(ClusterEnvironment):
     """A Lightning cluster environment the user passed with 1.x device flags, as the connector
@@ -109,7 +106,7 @@ class FromLightning(ClusterEnvironment):
         return int(self.lightning.node_rank())
 
     def __repr__(self) -> str:
-        return _show(self.lightning)
+        return lightning_spelling(self.lightning)
 
 
 class ToLightning(LightningClusterEnvironment):
@@ -186,13 +183,10 @@ def to_lightning(environment: ClusterEnvironment) -> LightningClusterEnvironment
     return ToLightning(environment)
 
 
-def lightning_spelling(environment: LightningClusterEnvironment) -> str:
-    """How the environment appears in the modern Lightning call: ``SLURMEnvironment()``."""
-    return _show(environment)
-
-
-def _show(obj: Any) -> str:
-    """``repr`` where the class has one of its own, else ``ClassName()``."""
+def lightning_spelling(obj: Any) -> str:
+    """How the environment (or another object of Lightning's) appears in the modern Lightning
+    call: ``repr`` where the class has one of its own, else ``ClassName()``
+    (``SLURMEnvironment()``)."""
     if any("__repr__" in vars(cls) for cls in type(obj).__mro__[:-1]):
         return repr(obj)
     return f"{type(obj).__name__}()"

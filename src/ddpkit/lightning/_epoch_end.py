@@ -56,10 +56,7 @@ class EpochEndOutputs(pl.Callback):
         if loop == "train" and hasattr(several, "state"):  # 1.x's optimizers, one pass each
             self.hooks[loop](pl_module, several.state.take_epoch_outputs())
             return
-        if loaders > 1:
-            outputs: list[Any] = [kept.get(i, []) for i in range(loaders)]
-        else:
-            outputs = kept.get(0, [])
+        outputs = [kept.get(i, []) for i in range(loaders)] if loaders > 1 else kept.get(0, [])
         self.hooks[loop](pl_module, outputs)
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, *_: Any) -> None:

@@ -10,7 +10,7 @@ naming the replacement when Lightning 2.x has no way to do the same from the Tra
 asks for what Lightning 2.x does anyway (``weights_summary="top"``) is mapped to nothing, and the
 warning says to drop it. A handler applies a value that asks for something onto Lightning 2.x's
 Trainer (a keyword, a callback, something a stage does); a row with ``gone`` set has no handler:
-Lightning 2.x cannot do what its values ask, and :class:`Keyword` refuses them. The table is
+Lightning 2.x cannot do what its values ask, and :func:`apply_keyword` refuses them. The table is
 :data:`KEYWORDS`.
 """
 
@@ -41,15 +41,6 @@ def quote(name: str, value: Any) -> str:
 def callback_list(given: Any) -> list[Any]:
     """``callbacks=`` as Lightning takes it (None, one callback or a list), as a new list."""
     return [] if given is None else list(given) if isinstance(given, list) else [given]
-
-
-class Refusal(Exception):
-    """Raised by a handler: Lightning 2.x cannot do this from the Trainer (``why``); ``fix`` is
-    the replacement. :meth:`Keyword.apply` turns it into the user's error."""
-
-    def __init__(self, why: str, fix: str) -> None:
-        super().__init__(why, fix)
-        self.why, self.fix = why, fix
 
 
 @dataclass
@@ -90,9 +81,6 @@ class Rewrite:
             )
         self.kwargs[name] = value
 
-    def callback(self, callback: Any) -> None:
-        self.callbacks.append(callback)
-
     def users(self, kind: type) -> Any:
         """The user's own callback of that kind in ``callbacks=`` (None: there is none)."""
         return next(
@@ -102,82 +90,66 @@ class Rewrite:
 
 #: A 1.x keyword's handler: applies a value that asks for something to the rewrite. It returns
 #: None (the row's Lightning 2.x spelling names what it became), its own spelling, or
-#: :data:`NOTHING` (this value asks for nothing after all); or it raises :class:`Refusal`.
+#: :data:`NOTHING` (this value asks for nothing after all); or it refuses the value itself.
 Handler = Callable[[Any, Rewrite], "str | None"]
 #: A handler's answer: the value asks for what Lightning 2.x does anyway.
 NOTHING = "\0nothing"
 
 
-@dataclass(frozen=True)
-class Keyword:
-    """What ``ddpkit.lightning.Trainer`` does with one row of the shared table."""
-
-    row: Row
-    handler: Handler | None = None
-    """None: no value of it asks for something Lightning 2.x can do (a row with ``gone``)."""
-
-    @property
-    def name(self) -> str:
-        return self.row.name
-
-    @property
-    def removed(self) -> str:
-        return self.row.removed
-
-    @property
-    def still_a_keyword(self) -> bool:
-        return self.row.kept
-
-    def apply(self, value: Any, rewrite: Rewrite) -> None:
-        row = self.row
-        nothing = row.asks_for_nothing(value)
-        if nothing is True:
-            return  # the last 1.x default: what Trainer(...) without it does
-        if row.kept and nothing is None and not row.check(value):
-            if row.takes is not None and not row.takes[1](value):
-                raise MisconfigurationError(
-                    f"{quote(row.name, value)}: Lightning 2.x takes {row.takes[0]}, and "
-                    f"Lightning 1.x took {row.accepts}. Fix: pass one of those, or drop it."
-                )
-            rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes
-            return
-        if nothing is None and not row.check(value):
+def apply_keyword(row: Row, value: Any, rewrite: Rewrite) -> None:
+    """What ``ddpkit.lightning.Trainer`` does with a value of one row of the shared table."""
+    nothing = row.asks_for_nothing(value)
+    if nothing is True:
+        return  # the last 1.x default: what Trainer(...) without it does
+    if row.kept and nothing is None and not row.check(value):
+        if row.takes is not None and not row.takes[1](value):
             raise MisconfigurationError(
-                f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
-                f"those, or drop it."
+                f"{quote(row.name, value)}: Lightning 2.x takes {row.takes[0]}, and "
+                f"Lightning 1.x took {row.accepts}. Fix: pass one of those, or drop it."
             )
-        rewrite.current = f"{row.name}={value!r}"
-        spelling = self._spelling(value, rewrite, asks=nothing is None)
-        what = "this value was removed" if row.kept else "removed"
-        head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
-        if spelling == NOTHING:
-            rewrite.messages.append(f"{head}; it asks for what Lightning 2.x does. Fix: drop it.")
-        else:
-            rewrite.messages.append(
-                f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
-            )
-
-    def _spelling(self, value: Any, rewrite: Rewrite, *, asks: bool) -> str:
-        row = self.row
-        if not asks:
-            return NOTHING  # nothing to pass on: Trainer(...) without it does the same
-        if row.gone:
-            raise MisconfigurationError(
-                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
-                f"Fix: {row.spelling(value)}."
-            )
-        try:
-            answer = self.handler(value, rewrite) if self.handler is not None else NOTHING
-        except Refusal as refusal:
-            raise MisconfigurationError(
-                f"{quote(row.name, value)}: removed in Lightning {row.removed}, and "
-                f"{refusal.why}. Fix: {refusal.fix}."
-            ) from None
-        return row.spelling(value) if answer is None else answer
+        rewrite.kwargs[row.name] = value  # a value Lightning 2.x takes
+        return
+    if nothing is None and not row.check(value):
+        raise MisconfigurationError(
+            f"{quote(row.name, value)}: Lightning 1.x took {row.accepts}. Fix: pass one of "
+            f"those, or drop it."
+        )
+    if nothing is None and row.gone:
+        raise MisconfigurationError(
+            f"{quote(row.name, value)}: removed in Lightning {row.removed}, and {row.gone}. "
+            f"Fix: {row.spelling(value)}."
+        )
+    rewrite.current = f"{row.name}={value!r}"
+    # A value that asks for nothing has nothing to pass on: Trainer(...) without it does the same.
+    handler = _HANDLERS.get(row.name) if nothing is None else None
+    answer = handler(value, rewrite) if handler is not None else NOTHING
+    spelling = row.spelling(value) if answer is None else answer
+    what = "this value was removed" if row.kept else "removed"
+    head = f"{quote(row.name, value)}: {what} in Lightning {row.removed}"
+    if spelling == NOTHING:
+        rewrite.messages.append(f"{head}; it asks for what Lightning 2.x does. Fix: drop it.")
+    else:
+        rewrite.messages.append(
+            f"{head}; ddpkit runs it as its Lightning 2.x spelling, {spelling}."
+        )
 
 
-def _resume_from_checkpoint(value: Any, rw: Rewrite) -> None:
-    rw.resume_from_checkpoint = value
+def _kept(field: str) -> Handler:
+    """The value kept in the :class:`Rewrite` field of that name, for the stages to apply."""
+
+    def handler(value: Any, rw: Rewrite) -> None:
+        setattr(rw, field, value)
+
+    return handler
+
+
+def _as(name: str, fixed: Any = None) -> Handler:
+    """The value (or ``fixed``) as the Lightning 2.x keyword ``name`` (:meth:`Rewrite.set`)."""
+
+    def handler(value: Any, rw: Rewrite) -> None:
+        rw.set(name, value if fixed is None else fixed)
+
+    return handler
 
 
 def _progress_bar_refresh_rate(value: Any, rw: Rewrite) -> str | None:
@@ -200,7 +172,7 @@ def _weights_summary(value: Any, rw: Rewrite) -> str | None:
     elif rw.users(ModelSummary) is not None:
         return NOTHING  # 1.5–1.9: a ModelSummary of the user's wins ("Skipping setting a default")
     else:
-        rw.callback(ModelSummary(max_depth=-1))
+        rw.callbacks.append(ModelSummary(max_depth=-1))
     return None
 
 
@@ -217,30 +189,18 @@ def _checkpoint_callback(value: Any, rw: Rewrite) -> None:
     if isinstance(value, bool):
         rw.set("enable_checkpointing", value)
     else:  # Lightning 1.0–1.2 took a ModelCheckpoint here
-        rw.callback(value)
-
-
-def _terminate_on_nan(value: Any, rw: Rewrite) -> None:
-    rw.set("detect_anomaly", True)
-
-
-def _flush_logs_every_n_steps(value: Any, rw: Rewrite) -> None:
-    rw.flush_logs_every_n_steps = value
+        rw.callbacks.append(value)
 
 
 def _log_gpu_memory(value: Any, rw: Rewrite) -> str | None:
     if rw.users(DeviceStatsMonitor) is not None:
         return NOTHING  # the user's monitor logs the device's memory already (not twice)
-    rw.callback(DeviceStatsMonitor())
+    rw.callbacks.append(DeviceStatsMonitor())
     return None
 
 
-def _prepare_data_per_node(value: Any, rw: Rewrite) -> None:
-    rw.prepare_data_per_node = value
-
-
 def _track_grad_norm(value: Any, rw: Rewrite) -> None:
-    rw.callback(GradNormLogger(float(value)))
+    rw.callbacks.append(GradNormLogger(float(value)))
 
 
 def _auto_select_gpus(value: Any, rw: Rewrite) -> str:
@@ -255,26 +215,6 @@ def _auto_select_gpus(value: Any, rw: Rewrite) -> str:
         return NOTHING  # nothing to pick from: the connector says so, with the fix
     rw.kwargs[flag] = find_usable_cuda_devices(count)
     return f"devices=find_usable_cuda_devices({count})"
-
-
-def _amp_level(value: Any, rw: Rewrite) -> str:
-    return NOTHING  # 1.x read it only with amp_backend='apex', which is refused
-
-
-def _replace_sampler_ddp(value: Any, rw: Rewrite) -> None:
-    rw.set("use_distributed_sampler", value)
-
-
-def _reload_dataloaders_every_epoch(value: Any, rw: Rewrite) -> None:
-    rw.set("reload_dataloaders_every_n_epochs", 1)
-
-
-def _distributed_backend(value: Any, rw: Rewrite) -> None:
-    rw.set("accelerator", value)
-
-
-def _automatic_optimization(value: Any, rw: Rewrite) -> None:
-    rw.automatic_optimization = False
 
 
 def _auto_lr_find(value: Any, rw: Rewrite) -> None:
@@ -297,30 +237,32 @@ def _accumulate_grad_batches(value: Any, rw: Rewrite) -> None:
             f"without accumulate_grad_batches, or your callback alone."
         )
     rw.kwargs["accumulate_grad_batches"] = 1
-    rw.callback(GradientAccumulationScheduler(scheduling=dict(value)))
+    rw.callbacks.append(GradientAccumulationScheduler(scheduling=dict(value)))
 
 
 def _profiler(value: Any, rw: Rewrite) -> None:
     rw.kwargs["profiler"] = "simple"  # True (False asks for nothing)
 
 
+#: Each row's handler. A row without one: no value of it asks for something Lightning 2.x can do
+#: (a row with ``gone``), or none asks for what Lightning 2.x does not do anyway (``amp_level``).
 _HANDLERS: dict[str, Handler] = {
-    "resume_from_checkpoint": _resume_from_checkpoint,
+    "resume_from_checkpoint": _kept("resume_from_checkpoint"),
     "progress_bar_refresh_rate": _progress_bar_refresh_rate,
     "process_position": _process_position,
     "weights_summary": _weights_summary,
     "checkpoint_callback": _checkpoint_callback,
-    "terminate_on_nan": _terminate_on_nan,
-    "flush_logs_every_n_steps": _flush_logs_every_n_steps,
+    "terminate_on_nan": _as("detect_anomaly", True),
+    "flush_logs_every_n_steps": _kept("flush_logs_every_n_steps"),
     "log_gpu_memory": _log_gpu_memory,
-    "prepare_data_per_node": _prepare_data_per_node,
+    "prepare_data_per_node": _kept("prepare_data_per_node"),
     "track_grad_norm": _track_grad_norm,
     "auto_select_gpus": _auto_select_gpus,
-    "amp_level": _amp_level,
-    "replace_sampler_ddp": _replace_sampler_ddp,
-    "reload_dataloaders_every_epoch": _reload_dataloaders_every_epoch,
-    "distributed_backend": _distributed_backend,
-    "automatic_optimization": _automatic_optimization,
+    # amp_level has none: 1.x read it only with amp_backend='apex', which is refused
+    "replace_sampler_ddp": _as("use_distributed_sampler"),
+    "reload_dataloaders_every_epoch": _as("reload_dataloaders_every_n_epochs", 1),
+    "distributed_backend": _as("accelerator"),
+    "automatic_optimization": _kept("automatic_optimization"),  # False: True asks for nothing
     "auto_lr_find": _auto_lr_find,
     "auto_scale_batch_size": _auto_scale_batch_size,
     "accumulate_grad_batches": _accumulate_grad_batches,
@@ -328,6 +270,4 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 #: Every 1.x keyword of the shared table, by name, in the table's order (the order applied).
-KEYWORDS: dict[str, Keyword] = {
-    name: Keyword(row, _HANDLERS.get(name)) for name, row in ROWS.items()
-}
+KEYWORDS: dict[str, Row] = ROWS

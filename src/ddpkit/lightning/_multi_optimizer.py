@@ -37,6 +37,7 @@ the stage, with a warning that says so.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -47,7 +48,7 @@ from pytorch_lightning.callbacks import GradientAccumulationScheduler
 from pytorch_lightning.core.optimizer import LightningOptimizer
 from pytorch_lightning.strategies import DDPStrategy
 
-from ddpkit._compat_1x.optimizer_hooks import keywords_of
+from ddpkit._compat_1x.optimizer_hooks import keywords_of, takes_optimizer_idx
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.lightning._adapters import step_output
 from ddpkit.lightning._batch_outputs import epoch_end_outputs
@@ -66,13 +67,6 @@ def is_1x_multi_optimizer(model: Any) -> bool:
         return False
     step = getattr(type(model), "training_step", None)
     return step is not None and "optimizer_idx" in inspect.signature(step).parameters
-
-
-def _takes(function: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _loss(output: Any) -> Any:
@@ -110,7 +104,8 @@ class OneXOptimization:
         conf: Any = (
             own() if own is not None else type(self.module).configure_optimizers(self.module)
         )
-        if isinstance(conf, list | tuple) and conf and all(isinstance(d, dict) for d in conf):
+        dicts = isinstance(conf, list | tuple) and all(isinstance(d, dict) for d in conf)
+        if dicts and conf:
             self.frequencies = [d["frequency"] for d in conf if d.get("frequency") is not None]
             conf = [{k: v for k, v in d.items() if k != "frequency"} for d in conf]
         elif isinstance(conf, dict) and "frequency" in conf:
@@ -120,9 +115,7 @@ class OneXOptimization:
         # optimizers given as dicts
         kept = vars(self.module.trainer)
         kept["_ddpkit_optimizer_frequencies"] = list(self.frequencies)
-        kept["_ddpkit_scheduler_opt_idx"] = isinstance(conf, list | tuple) and all(
-            isinstance(d, dict) for d in conf
-        )
+        kept["_ddpkit_scheduler_opt_idx"] = dicts
         self.scheduler_configs = _configure_schedulers_automatic_opt(schedulers, monitor)
         if self.frequencies and len(self.frequencies) != len(optimizers):
             raise MisconfigurationError(
@@ -145,6 +138,14 @@ class OneXOptimization:
         cumulative = np.cumsum(self.frequencies)
         index = int(np.searchsorted(cumulative, batch_idx % int(cumulative[-1]), side="right"))
         return [(index, optimizers[index])]
+
+    def schedulers(self, optimizers: list[Any], batch_idx: int) -> list[Any]:
+        """The scheduler configs that step at ``batch_idx`` (counted across epochs). 1.x's rule
+        with ``frequency``: only those of the active optimizer (1.x's ``update_lr_schedulers``)."""
+        if not self.frequencies:
+            return self.scheduler_configs
+        active = {id(o) for _, o in self.active(optimizers, batch_idx)}
+        return [c for c in self.scheduler_configs if id(c.scheduler.optimizer) in active]
 
     def training_step(self, batch: Any, batch_idx: int) -> Any:
         module = self.module
@@ -173,7 +174,7 @@ class OneXOptimization:
             return
         module = self.module
         toggle = type(module).toggle_optimizer
-        if _takes(toggle, "optimizer_idx"):  # a 1.x override
+        if takes_optimizer_idx(toggle):  # a 1.x override
             module.toggle_optimizer(optimizer, index)  # type: ignore[call-arg]
         else:
             module.toggle_optimizer(optimizer)
@@ -181,9 +182,7 @@ class OneXOptimization:
             yield
         finally:
             untoggle: Any = module.untoggle_optimizer
-            untoggle(
-                index if _takes(type(module).untoggle_optimizer, "optimizer_idx") else optimizer
-            )
+            untoggle(index if takes_optimizer_idx(type(module).untoggle_optimizer) else optimizer)
 
     def _step(self, batch: Any, batch_idx: int, index: int, optimizer: Any, count: int) -> Any:
         module, trainer = self.module, self.module.trainer
@@ -205,7 +204,7 @@ class OneXOptimization:
 
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer, closure)
         keywords: dict[str, Any] = {}
-        if _takes(type(module).optimizer_step, "optimizer_idx"):  # 1.x's signature
+        if takes_optimizer_idx(type(module).optimizer_step):  # 1.x's signature
             args = (trainer.current_epoch, batch_idx, optimizer, index, closure)
             keywords = keywords_of(type(module).optimizer_step, {
                 "on_tpu": False,
@@ -223,7 +222,7 @@ class OneXOptimization:
         _call_callback_hooks(trainer, "on_before_zero_grad", optimizer)
         _call_lightning_module_hook(trainer, "on_before_zero_grad", optimizer)
         args: tuple[Any, ...] = (trainer.current_epoch, batch_idx, optimizer)
-        if _takes(type(self.module).optimizer_zero_grad, "optimizer_idx"):
+        if takes_optimizer_idx(type(self.module).optimizer_zero_grad):
             args = (*args, index)
         _call_lightning_module_hook(trainer, "optimizer_zero_grad", *args)
 
@@ -232,9 +231,7 @@ class OneXOptimization:
         hook = type(self.module).configure_gradient_clipping
         if value is None and hook is pl.LightningModule.configure_gradient_clipping:
             return
-        args: tuple[Any, ...] = (optimizer,)
-        if _takes(hook, "optimizer_idx"):  # 1.5–1.9's signature
-            args = (optimizer, index)
+        args = (optimizer, index) if takes_optimizer_idx(hook) else (optimizer,)  # 1.5–1.9: index
         clip: Any = self.module.configure_gradient_clipping
         clip(*args, gradient_clip_val=value, gradient_clip_algorithm=algorithm)
 
@@ -252,7 +249,8 @@ def _uncounted(optimizer: Any, trainer: pl.Trainer) -> Any:
 
 class _Hook:
     """An instance attribute standing in for one of the module's methods; ``__code__`` is the
-    method's own (what Lightning's ``is_overridden`` compares), the call goes to ``target``."""
+    method's own (what Lightning's ``is_overridden`` compares), the call goes to the state's
+    method of the same name."""
 
     def __init__(self, state: OneXOptimization, name: str) -> None:
         self.state, self.name = state, name
@@ -261,43 +259,25 @@ class _Hook:
     def __code__(self) -> Any:
         return getattr(type(self.state.module), self.name).__code__
 
-
-class _TrainingStep(_Hook):
-    def __call__(self, batch: Any, batch_idx: int) -> Any:
-        return self.state.training_step(batch, batch_idx)
+    def __call__(self, *args: Any) -> Any:
+        return getattr(self.state, self.name)(*args)
 
 
-class _ConfigureOptimizers(_Hook):
-    def __call__(self) -> Any:
-        return self.state.configure_optimizers()
-
-
-class _LearningRates:
-    """``_TrainingEpochLoop._update_learning_rates`` for this module: Lightning's own (which runs
-    for automatic optimization only), on the scheduler configs automatic optimization parsed."""
-
-    def __init__(self, loop: Any, state: OneXOptimization) -> None:
-        self.loop, self.state = loop, state
-
-    def __call__(self, interval: str, update_plateau_schedulers: bool) -> None:
-        module, strategy = self.state.module, self.state.module.trainer.strategy
-        manual = strategy.lr_scheduler_configs
-        module.automatic_optimization = True
-        strategy.lr_scheduler_configs = self._of_active_optimizers(strategy.optimizers)
-        try:
-            type(self.loop)._update_learning_rates(self.loop, interval, update_plateau_schedulers)
-        finally:
-            module.automatic_optimization = False
-            strategy.lr_scheduler_configs = manual
-
-    def _of_active_optimizers(self, optimizers: list[Any]) -> list[Any]:
-        """1.x's rule with ``frequency``: a scheduler steps only where its optimizer is active,
-        at the batch index counted across epochs (1.x's ``update_lr_schedulers``)."""
-        configs = self.state.scheduler_configs
-        if not self.state.frequencies:
-            return configs
-        active = {id(o) for _, o in self.state.active(optimizers, self.loop.total_batch_idx)}
-        return [c for c in configs if id(c.scheduler.optimizer) in active]
+def _update_learning_rates(
+    loop: Any, state: OneXOptimization, interval: str, update_plateau_schedulers: bool
+) -> None:
+    """``_TrainingEpochLoop._update_learning_rates`` for this module (bound to the loop and the
+    state): Lightning's own (which runs for automatic optimization only), on the scheduler
+    configs automatic optimization parsed, of the optimizers active at the loop's batch."""
+    module, strategy = state.module, state.module.trainer.strategy
+    manual = strategy.lr_scheduler_configs
+    module.automatic_optimization = True
+    strategy.lr_scheduler_configs = state.schedulers(strategy.optimizers, loop.total_batch_idx)
+    try:
+        type(loop)._update_learning_rates(loop, interval, update_plateau_schedulers)
+    finally:
+        module.automatic_optimization = False
+        strategy.lr_scheduler_configs = manual
 
 
 def _refuse(trainer: pl.Trainer, model: Any) -> None:
@@ -352,9 +332,9 @@ def multi_optimizer_stage(trainer: pl.Trainer, model: Any) -> Iterator[None]:
     loop = trainer.fit_loop.epoch_loop
     trainer.gradient_clip_val = None  # ddpkit clips (Lightning refuses it in manual mode)
     model.automatic_optimization = False
-    model.training_step = _TrainingStep(state, "training_step")
-    model.configure_optimizers = _ConfigureOptimizers(state, "configure_optimizers")
-    loop.__dict__["_update_learning_rates"] = _LearningRates(loop, state)
+    model.training_step = _Hook(state, "training_step")
+    model.configure_optimizers = _Hook(state, "configure_optimizers")
+    loop.__dict__["_update_learning_rates"] = functools.partial(_update_learning_rates, loop, state)
     try:
         yield
     finally:

@@ -102,8 +102,7 @@ class LightningFit:
         return f"epoch {epochs}, global step {checkpoint.get('global_step', 0)}"
 
     def loop_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = self.trainer.fit_loop.state_dict()
-        return state
+        return self.trainer.fit_loop.state_dict()
 
     def load_loop_state(self, state: dict[str, Any]) -> None:
         fit_loop = self.trainer.fit_loop

@@ -23,12 +23,11 @@ import pytorch_lightning as pl
 from ddpkit._compat_1x.keywords import DEVICE_ROWS, ROWS
 from ddpkit.plugins import ClusterEnvironment, PrecisionPlugin, TrainingTypePlugin
 
+_KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 #: ddpkit's own keywords of ``ddpkit.lightning.Trainer``, after Lightning's and 1.x's.
 DDPKIT_KEYWORDS: tuple[inspect.Parameter, ...] = (
-    inspect.Parameter(
-        "supervise", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=bool | None
-    ),
-    inspect.Parameter("max_restarts", inspect.Parameter.KEYWORD_ONLY, default=0, annotation=int),
+    inspect.Parameter("supervise", _KEYWORD_ONLY, default=None, annotation=bool | None),
+    inspect.Parameter("max_restarts", _KEYWORD_ONLY, default=0, annotation=int),
 )
 
 _DDPKIT_PLUGIN = TrainingTypePlugin | ClusterEnvironment | PrecisionPlugin | str
@@ -55,15 +54,9 @@ def trainer_signature() -> inspect.Signature:
     base = inspect.signature(pl.Trainer.__init__)
     parameters = [_widened(p) for p in base.parameters.values()]
     taken = {p.name for p in parameters}
-    for row in (*DEVICE_ROWS.values(), *ROWS.values()):
-        if row.is_1x and row.name not in taken:
-            parameters.append(
-                inspect.Parameter(
-                    row.name,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    default=row.default,
-                    annotation=row.annotation,
-                )
-            )
-    parameters.extend(DDPKIT_KEYWORDS)
-    return base.replace(parameters=parameters)
+    one_x = [
+        inspect.Parameter(row.name, _KEYWORD_ONLY, default=row.default, annotation=row.annotation)
+        for row in (*DEVICE_ROWS.values(), *ROWS.values())
+        if row.is_1x and row.name not in taken
+    ]
+    return base.replace(parameters=[*parameters, *one_x, *DDPKIT_KEYWORDS])

@@ -24,18 +24,14 @@ _LIGHTNING_LOGGERS = (
 _SRUN_HINT = r"The `srun` command is available on your system but is not used"
 
 
-class _TipFilter(logging.Filter):
-    """Moves Lightning's "💡 Tip:" records to :data:`TIPS_LOGGER` (DEBUG)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if not message.startswith("💡 Tip:"):
-            return True
-        TIPS_LOGGER.debug(message)
-        return False
-
-
-_FILTER = _TipFilter()
+def _tip_filter(record: logging.LogRecord) -> bool:
+    """A logging filter (a plain callable will do): moves Lightning's "💡 Tip:" records to
+    :data:`TIPS_LOGGER` (DEBUG)."""
+    message = record.getMessage()
+    if not message.startswith("💡 Tip:"):
+        return True
+    TIPS_LOGGER.debug(message)
+    return False
 
 
 def quiet_tips() -> None:
@@ -45,6 +41,6 @@ def quiet_tips() -> None:
         return
     for name in _LIGHTNING_LOGGERS:
         logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
+        if _tip_filter not in logger.filters:
+            logger.addFilter(_tip_filter)
     warnings.filterwarnings("ignore", message=_SRUN_HINT)

@@ -76,14 +76,6 @@ def _with_restarts(trainer: pl.Trainer, max_restarts: Any, plan: Plan | None) ->
     trainer._checkpoint_connector = RestartConnector(trainer)
 
 
-def _loading(bound: dict[str, Any]) -> dict[str, Any]:
-    """The stage's keywords, with ``weights_only`` for its ``ckpt_path`` (``_checkpoints``)."""
-    return {
-        **bound,
-        "weights_only": weights_only_for(bound.get("ckpt_path"), bound.get("weights_only")),
-    }
-
-
 @contextlib.contextmanager
 def _trusting(trainer: pl.Trainer) -> Iterator[None]:
     """After a stage, the checkpoints its ModelCheckpoint callbacks wrote load back whole."""
@@ -187,8 +179,8 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         bound = dict(model=model, train_dataloaders=loaders, val_dataloaders=val_dataloaders,
                      datamodule=datamodule, ckpt_path=ckpt_path,
                      weights_only=weights_only)  # fmt: skip
-        with self._stage("fit", bound):
-            super().fit(**_loading(bound))
+        with self._stage("fit", bound) as keywords:
+            super().fit(**keywords)
 
     def validate(
         self,
@@ -226,8 +218,8 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         """``validate`` / ``test``: the loaders given by their 1.x keyword ``old`` renamed, then
         Lightning's stage."""
         bound["dataloaders"] = _renamed(stage, old, loaders, "dataloaders", bound["dataloaders"])
-        with self._stage(stage, bound):
-            return getattr(super(), stage)(**_loading(bound))
+        with self._stage(stage, bound) as keywords:
+            return getattr(super(), stage)(**keywords)
 
     def predict(
         self,
@@ -242,8 +234,8 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         bound = dict(model=model, dataloaders=dataloaders, datamodule=datamodule,
                      return_predictions=return_predictions, ckpt_path=ckpt_path,
                      weights_only=weights_only)  # fmt: skip
-        with self._stage("predict", bound):
-            return super().predict(**_loading(bound))
+        with self._stage("predict", bound) as keywords:
+            return super().predict(**keywords)
 
     def save_checkpoint(self, filepath: Any, *args: Any, **kwargs: Any) -> None:
         """Lightning's; a checkpoint written so loads back whole (``_checkpoints``)."""
@@ -251,10 +243,12 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
         trust(filepath)
 
     @contextlib.contextmanager
-    def _stage(self, stage: str, bound: dict[str, Any]) -> Iterator[None]:
+    def _stage(self, stage: str, bound: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Before any rank starts: the 1.x Trainer keywords that act on the module applied, 1.x
         hooks checked, and for the length of the stage the module's 1.x epoch-end hooks carried,
-        its training hooks given 1.x's outputs, and a ``ckpt_path`` restoring as 1.x restored."""
+        its training hooks given 1.x's outputs, and a ``ckpt_path`` restoring as 1.x restored.
+        Yields the stage's keywords, with ``weights_only`` for its ``ckpt_path``
+        (``_checkpoints``)."""
         quiet_tips()  # again: a warnings context around the constructor may have reset it
         model = bound.get("model") or self.lightning_module
         if self._rewrite.prepare_data_per_node is not None:
@@ -275,7 +269,8 @@ class Trainer(OneXAttributes, arguments.ArgparseAPI, pl.Trainer):
             one_x_batch_outputs(self, model, multi) if stage == "fit" else contextlib.nullcontext(),
             one_x_hooks(self, stage, model, datamodule, callbacks, spawn_1x=self._spawns_1x()),
         ):
-            yield
+            ckpt, weights_only = bound.get("ckpt_path"), bound.get("weights_only")
+            yield {**bound, "weights_only": weights_only_for(ckpt, weights_only)}
 
     def _spawns_1x(self) -> bool:
         """1.x device flags that resolved to spawned ranks (1.x's ``ddp_spawn``; forked in a

@@ -26,6 +26,7 @@ from pytorch_lightning.accelerators import AcceleratorRegistry
 from pytorch_lightning.callbacks import ProgressBar, TQDMProgressBar
 from pytorch_lightning.strategies import StrategyRegistry
 
+from ddpkit._compat_1x.keywords import is_value
 from ddpkit._flag_names import ACCELERATOR_NAMES, LEGACY_ACCELERATORS, TRAINING_TYPES
 from ddpkit.connector import AcceleratorConnector, Plan, Probe
 from ddpkit.connector._flags import DEVICE_FLAGS
@@ -36,13 +37,13 @@ from ddpkit.errors import (
     MisconfigurationError,
 )
 from ddpkit.lightning._device_flags import (
-    DeviceCall,
+    device_call,
     is_legacy_device_call,
     quoted,
     removed_strategy,
 )
 from ddpkit.lightning._devices import LightningDevices, lightning_devices
-from ddpkit.lightning._keywords import KEYWORDS, Rewrite, callback_list
+from ddpkit.lightning._keywords import KEYWORDS, Rewrite, apply_keyword, callback_list
 from ddpkit.lightning._lightning_private import _PRECISION_INPUT
 from ddpkit.utilities._reprs import safe_repr
 from ddpkit.utilities._suggest import choices, did_you_mean
@@ -120,8 +121,7 @@ def _check_precision(value: Any) -> None:
     names: tuple[Any, ...] = tuple(
         a for alias in get_args(_PRECISION_INPUT) for a in get_args(alias)
     )
-    exact = any(type(value) is type(name) and value == name for name in names)
-    if value is None or exact:
+    if value is None or is_value(value, names):
         return
     hint = did_you_mean(str(value).removesuffix(".0"), [str(n) for n in names])
     raise MisconfigurationError(
@@ -147,21 +147,19 @@ def _callbacks(given: Any, rewrite: Rewrite) -> list[Any] | Any:
 def _resolve(
     kwargs: dict[str, Any], probe: Probe | None, supervise: bool
 ) -> tuple[Plan, LightningDevices, list[str]]:
-    call = DeviceCall.of(kwargs)
+    flags, passthrough = device_call(kwargs)
     # The connector warns in its own words (ddpkit's spelling); the Trainer warns once, in
     # Lightning's. Its other warnings are passed on as they are.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DDPKitWarning)
-        connector = AcceleratorConnector(call.flags, probe)
+        connector = AcceleratorConnector(flags, probe)
     notes = [
         str(w.message)
         for w in caught
         if issubclass(w.category, DDPKitWarning)
         and not issubclass(w.category, DDPKitDeprecationWarning)
     ]
-    devices = lightning_devices(
-        connector.plan, connector.built, call.passthrough, supervise=supervise
-    )
+    devices = lightning_devices(connector.plan, connector.built, passthrough, supervise=supervise)
     return connector.plan, devices, notes
 
 
@@ -200,9 +198,9 @@ def translate_call(kwargs: Mapping[str, Any], probe: Probe | None = None) -> Tra
         )
     _check_names(kwargs)
     rewrite = Rewrite(kwargs={k: v for k, v in kwargs.items() if k not in KEYWORDS}, given=kwargs)
-    for name, keyword in KEYWORDS.items():
+    for name, row in KEYWORDS.items():
         if name in kwargs:
-            keyword.apply(kwargs[name], rewrite)
+            apply_keyword(row, kwargs[name], rewrite)
     lightning = rewrite.kwargs
     for name in _LEGACY_DEVICE_KEYWORDS:
         if name in lightning and lightning[name] is None:  # their 1.x default: no device flag

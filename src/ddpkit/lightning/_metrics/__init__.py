@@ -15,7 +15,7 @@ import torch
 import torchmetrics
 
 from ddpkit.lightning._metrics import functional
-from ddpkit.lightning._metrics.functional import task_of, warn_moved
+from ddpkit.lightning._metrics.functional import _moved, task_of, warn_moved
 
 __all__ = ["Accuracy", "functional"]
 
@@ -37,8 +37,7 @@ class Accuracy(torchmetrics.Metric):
         subset_accuracy: bool = False,
         **kwargs: Any,
     ) -> None:
-        for removed in ("compute_on_step",):  # gone from torchmetrics; it only chose a return
-            kwargs.pop(removed, None)
+        kwargs.pop("compute_on_step", None)  # gone from torchmetrics; it only chose a return
         super().__init__(**kwargs)
         warn_moved(
             "pytorch_lightning.metrics.Accuracy()",
@@ -67,10 +66,4 @@ class Accuracy(torchmetrics.Metric):
 
 
 def __getattr__(name: str) -> Any:
-    found = None if name.startswith("_") else getattr(torchmetrics, name, None)
-    if found is None:
-        raise AttributeError(
-            f"pytorch_lightning.metrics.{name}: neither ddpkit nor torchmetrics has it"
-        )
-    warn_moved(f"pytorch_lightning.metrics.{name}", f"torchmetrics.{name}")
-    return found
+    return _moved(torchmetrics, "pytorch_lightning.metrics", name)

@@ -75,12 +75,15 @@ def accuracy(
     )
 
 
-def __getattr__(name: str) -> Any:
-    found = None if name.startswith("_") else getattr(torchmetrics.functional, name, None)
+def _moved(module: Any, old: str, name: str) -> Any:
+    """A module ``__getattr__``: ``old.name`` is ``name`` of torchmetrics' ``module``, with
+    :func:`warn_moved`."""
+    found = None if name.startswith("_") else getattr(module, name, None)
     if found is None:
-        raise AttributeError(
-            f"pytorch_lightning.metrics.functional.{name}: neither ddpkit nor "
-            f"torchmetrics.functional has it"
-        )
-    warn_moved(f"pytorch_lightning.metrics.functional.{name}", f"torchmetrics.functional.{name}")
+        raise AttributeError(f"{old}.{name}: neither ddpkit nor {module.__name__} has it")
+    warn_moved(f"{old}.{name}", f"{module.__name__}.{name}")
     return found
+
+
+def __getattr__(name: str) -> Any:
+    return _moved(torchmetrics.functional, "pytorch_lightning.metrics.functional", name)
