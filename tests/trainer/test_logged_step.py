@@ -1,6 +1,8 @@
-"""A value logged as ``"step"`` is the row's step, not a metric (Lightning 2.x's
-``LoggerConnector.log_metrics``): the same module, logging ``step`` in a training step and at an
-epoch's end, run by real Lightning 2.x and by ddpkit, hands its loggers the same rows."""
+"""The rows a logger gets, by Lightning 2.x's rules, with the same module run by real Lightning
+2.x and by ddpkit: a value logged as ``"step"`` is the row's step, not a metric
+(``LoggerConnector.log_metrics``); a step row holds the latest value of every name logged
+``on_step`` so far in its epoch (Lightning's results collection), training and evaluation
+alike."""
 
 from __future__ import annotations
 
@@ -36,7 +38,10 @@ def recorder(base: type) -> Any:
     return Recorder()
 
 
-def module(base: type) -> Any:
+def module(base: type, sometimes: bool = False) -> Any:
+    """``sometimes``: values logged at some batches only (a training value at one batch of the
+    first epoch, a validation value at each validation's first batch)."""
+
     class Stepping(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
             super().__init__()
@@ -46,17 +51,27 @@ def module(base: type) -> Any:
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             loss = F.mse_loss(self.layer(batch[0]), batch[1])
             self.log("loss", loss)
-            self.log("step", 10.0 * (self.current_epoch + 1) + batch_idx)
+            if not sometimes:
+                self.log("step", 10.0 * (self.current_epoch + 1) + batch_idx)
+            elif batch_idx == 1 and self.current_epoch == 0:
+                self.log("once", 5.0 + batch_idx)  # a step before a row that is not written
             return loss
 
         def validation_step(self, batch: Any, batch_idx: int) -> None:
-            self.log("v", F.mse_loss(self.layer(batch[0]), batch[1]))
+            if not sometimes:
+                self.log("v", F.mse_loss(self.layer(batch[0]), batch[1]))
+                return
+            if batch_idx == 0:
+                self.log("v_first", 1.0 + self.current_epoch, on_step=True, on_epoch=False)
+            self.log("v", float(batch_idx), on_step=True, on_epoch=False)
 
         def on_validation_epoch_end(self) -> None:
-            self.log("step", 100.0 + self.current_epoch)  # the epoch's row, with no "epoch"
+            if not sometimes:
+                self.log("step", 100.0 + self.current_epoch)  # the epoch's row, no "epoch"
 
         def on_train_epoch_end(self) -> None:
-            self.log("epoch", 7.0)  # a logged "epoch" stays (Lightning adds one if missing)
+            if not sometimes:
+                self.log("epoch", 7.0)  # a logged "epoch" stays (Lightning adds one if missing)
 
         def configure_optimizers(self) -> Any:
             return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -64,27 +79,30 @@ def module(base: type) -> Any:
     return Stepping()
 
 
-def rows(kind: str, tmp_path: Path) -> tuple[list[tuple[dict[str, float], int | None]], Any]:
+def rows(
+    kind: str, tmp_path: Path, sometimes: bool = False, **options: Any
+) -> tuple[list[tuple[dict[str, float], int | None]], Any]:
     lib: Any = pl if kind == "lightning" else ddpkit
     base = pl.LightningModule if kind == "lightning" else ddpkit.Module
     logger = recorder(pl.loggers.Logger if kind == "lightning" else ddpkit.loggers.Logger)
-    x = torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
-    data = DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=4)
+    x = torch.randn(12, 2, generator=torch.Generator().manual_seed(0))
+    data = DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=options.pop("batch"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Lightning's advice about workers and srun
         trainer = lib.Trainer(
-            accelerator="cpu", devices=1, max_epochs=2, logger=logger, log_every_n_steps=1,
+            accelerator="cpu", devices=1, max_epochs=2, logger=logger,
             enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-            num_sanity_val_steps=0, default_root_dir=tmp_path / kind,
+            num_sanity_val_steps=0, default_root_dir=tmp_path / kind, **options,
         )  # fmt: skip
-        trainer.fit(module(base), data, data)
+        trainer.fit(module(base, sometimes), data, data)
     return logger.rows, trainer
 
 
 def test_a_logged_step_is_the_rows_step_as_in_lightning(tmp_path: Path) -> None:
     """Before, ddpkit logged "step" as a metric, at the trainer's step, with "epoch" added."""
-    ours, trainer = rows("ddpkit", tmp_path)
-    theirs, their_trainer = rows("lightning", tmp_path)
+    options = {"batch": 4, "log_every_n_steps": 1, "limit_train_batches": 2, "limit_val_batches": 2}
+    ours, trainer = rows("ddpkit", tmp_path, **options)
+    theirs, their_trainer = rows("lightning", tmp_path, **options)
     shape = [(sorted(metrics), step) for metrics, step in ours]
     assert shape == [(sorted(metrics), step) for metrics, step in theirs]
     assert shape == [
@@ -100,3 +118,15 @@ def test_a_logged_step_is_the_rows_step_as_in_lightning(tmp_path: Path) -> None:
     assert [metrics["epoch"] for metrics, _ in ours if "epoch" in metrics] == [7.0, 7.0]
     # trainer.logged_metrics keeps it: only the loggers' rows take it out
     assert "step" in trainer.logged_metrics and "step" in their_trainer.logged_metrics
+
+
+def test_a_step_value_is_repeated_until_its_epoch_ends_as_in_lightning(tmp_path: Path) -> None:
+    """Before, ddpkit's step row held only what that step logged."""
+    options = {"batch": 2, "log_every_n_steps": 2, "limit_train_batches": 6, "limit_val_batches": 3}
+    ours = rows("ddpkit", tmp_path, True, **options)[0]
+    theirs = rows("lightning", tmp_path, True, **options)[0]
+    assert ours == theirs
+    # what the comparison holds: "once" logged at batch 1 is in the rows of steps 1, 3 and 5 of
+    # epoch 0 only, and "v_first" in every validation row of its epoch
+    assert [step for metrics, step in ours if "once" in metrics] == [1, 3, 5]
+    assert [m["v_first"] for m, _ in ours if "v_first" in m] == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
