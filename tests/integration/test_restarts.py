@@ -54,6 +54,14 @@ def lightning_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
             r"/run/checkpoints/epoch=1-step=6\.ckpt",
             id="subprocess-mid-epoch",
         ),
+        # rank 0's collective fails first and the supervisor's abort lands in its teardown: the
+        # restart still starts clean (the first attempt's process group is gone)
+        pytest.param(
+            "subprocess",
+            ("--slow-teardown",),
+            r"/run/checkpoints/epoch=0-step=4\.ckpt",
+            id="subprocess-abort-in-teardown",
+        ),
     ],
 )
 def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(

@@ -5,6 +5,7 @@ and bench/reliability.py.
                           [--fault none|kill] [--rank R] [--max-restarts N]
                           [--kill-attempts K] [--no-checkpoint] [--lightning]
                           [--step-delay SECONDS] [--every-n-train-steps N] [--csv]
+                          [--slow-teardown]
 
 ``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
 attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
@@ -17,6 +18,8 @@ Lines on stderr: ``ddpkit-fault: fault kill rank 1 at <time>`` just before the k
 for a test's observer to act while the job trains). ``--every-n-train-steps``: the checkpoints are
 a ModelCheckpoint's, every N steps (within epochs), all kept. ``--csv``: each training step
 logs its loss (and its epoch, batch) to ``ROOT/metrics.csv``, a row a step.
+``--slow-teardown``: in an attempt whose rank is killed, rank 0's DDPPlugin takes a second before
+its teardown: the supervisor's abort (rank 1 died) lands in that teardown, not in the stage.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import ddpkit
 import ddpkit.callbacks
 import ddpkit.loggers
+import ddpkit.plugins
 
 KILL_EPOCH, KILL_BATCH = 1, 2
 EPOCHS = 3
@@ -89,6 +93,18 @@ class Net(Steps, ddpkit.Module):
         return torch.optim.Adam(self.parameters(), lr=0.01)
 
 
+class SlowTeardown(ddpkit.plugins.DDPPlugin):
+    """A teardown that starts late in an attempt whose rank is killed: rank 0's collective
+    fails at once (its peer is gone), and the supervisor's abort arrives while it tears down."""
+
+    kill_attempts = 0
+
+    def teardown(self) -> None:
+        if self.global_rank == 0 and attempt() < self.kill_attempts:
+            time.sleep(1.0)
+        super().teardown()
+
+
 def restarts(args: argparse.Namespace) -> dict[str, int]:
     """``max_restarts`` only when asked for (the script then runs on a ddpkit without it too)."""
     return {"max_restarts": args.max_restarts} if args.max_restarts else {}
@@ -108,10 +124,14 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         if every
         else {}
     )
+    strategy: Any = {"subprocess": "ddp", "spawn": "ddp_spawn", None: "ddp"}[launcher]
+    if args.slow_teardown:
+        strategy = SlowTeardown()
+        strategy.kill_attempts = args.kill_attempts
     trainer = ddpkit.Trainer(
         accelerator="cpu",
         devices=2,
-        strategy={"subprocess": "ddp", "spawn": "ddp_spawn", None: "ddp"}[launcher],
+        strategy=strategy,
         max_epochs=EPOCHS,
         enable_checkpointing=not args.no_checkpoint,
         enable_progress_bar=False,
@@ -169,6 +189,7 @@ def main() -> None:
     parser.add_argument("--step-delay", type=float, default=0.0)
     parser.add_argument("--every-n-train-steps", type=int, default=0)
     parser.add_argument("--csv", action="store_true")
+    parser.add_argument("--slow-teardown", action="store_true")
     args = parser.parse_args()
     if args.fault == "none":
         args.kill_attempts = 0

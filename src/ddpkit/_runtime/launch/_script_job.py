@@ -171,6 +171,7 @@ class ScriptJob:
                     self.interrupter.disarm()
             except BaseException as exc:
                 self.interrupter.disarm()  # again: the abort may have landed in the first call
+                plugin.finish_teardown()  # the abort may have landed in the stage's teardown
                 error = self._outcome(exc)
                 if error is exc:
                     raise

@@ -352,6 +352,16 @@ class DDPPlugin(TrainingTypePlugin):
         if self._connection is not None:
             self._env.teardown()
 
+    def finish_teardown(self) -> None:
+        """Finish a teardown that an abort cut short; nothing when it ran through.
+
+        The subprocess launcher unwinds rank 0's stage from its supervisor thread when a child
+        dies, and that abort may land in the stage's own teardown (its collective failed first).
+        Left there, the process group would outlive the stage, and a restart in this process
+        would take it for the user's own and train on a group whose peer is dead."""
+        if self._watchdog is not None or self._owns_process_group:
+            self.teardown()
+
     def __getstate__(self) -> dict[str, Any]:
         # A stage's rendezvous (a socket) and supervisor hook stay with the launcher: the spawn
         # launcher gives each rank its own.
