@@ -32,7 +32,7 @@ from ddpkit.callbacks._base import Callback
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers._base import write_yaml
 from ddpkit.utilities._files import atomic_write, sweep_partials
-from ddpkit.utilities._paths import refuse_nul
+from ddpkit.utilities._paths import local_path, refuse_nul
 from ddpkit.utilities._rank_zero import log_info, rank_zero_info, rank_zero_warn
 from ddpkit.utilities._reprs import safe_repr
 
@@ -204,7 +204,7 @@ class ModelCheckpoint(Callback):
         if trainer.is_global_zero:
             # What a writer killed in an earlier run left (its partial files), goes now.
             sweep_partials(self.dirpath)
-            folder = Path(self.dirpath)
+            folder = local_path(self.dirpath)
             if self.save_top_k != 0 and not written and folder.is_dir() and any(folder.iterdir()):
                 rank_zero_warn(
                     f"ModelCheckpoint: the checkpoint directory {self.dirpath} exists and is not "
@@ -359,7 +359,7 @@ class ModelCheckpoint(Callback):
         """The formatted name, with -v1, -v2 ... when a file of that name exists already."""
         path = self.format_checkpoint_name(candidates, **kw)
         version = self.STARTING_VERSION
-        while self._enable_version_counter and os.path.exists(path) and path != keep:
+        while self._enable_version_counter and local_path(path).exists() and path != keep:
             path = self.format_checkpoint_name(candidates, ver=version, **kw)
             version += 1
         return path
@@ -479,14 +479,15 @@ class ModelCheckpoint(Callback):
             if plan.link is not None:
                 _link(*plan.link)
             for path in plan.removes:
-                Path(path).unlink(missing_ok=True)
+                local_path(path).unlink(missing_ok=True)
             if plan.saves or plan.link:
                 for logger in trainer.loggers:
                     getattr(logger, "after_save_checkpoint", lambda _: None)(self)
         trainer.strategy.barrier("ModelCheckpoint")
 
 
-def _link(target: str, link: str) -> None:
+def _link(target_name: str, link_name: str) -> None:
+    target, link = os.fspath(local_path(target_name)), os.fspath(local_path(link_name))
     if os.path.abspath(target) == os.path.abspath(link):
         return
     if os.path.islink(link) or os.path.isfile(link):

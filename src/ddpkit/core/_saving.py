@@ -6,12 +6,12 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from ddpkit.errors import MisconfigurationError
+from ddpkit.utilities._paths import local_path
 
 #: where a checkpoint keeps the module's hyperparameters (Lightning's key)
 HPARAMS_KEY = "hyper_parameters"
@@ -22,7 +22,7 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Load on CPU. ``weights_only=True`` refuses to run code hidden in the file; pass False only
     for checkpoints you trust that hold arbitrary objects."""
-    target = Path(path)
+    target = local_path(path)
     if not target.is_file():
         raise MisconfigurationError(
             f"load_checkpoint({str(path)!r}): no such file. Fix: pass the path of a .ckpt file "
@@ -38,7 +38,7 @@ def load_checkpoint(
 
 def load_hparams_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The hyperparameters a logger wrote (``hparams.yaml``: JSON, which YAML reads too)."""
-    text = Path(path).read_text()
+    text = local_path(path).read_text()
     try:
         loaded = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError:

@@ -15,7 +15,6 @@ import re
 from abc import ABC, abstractmethod
 from argparse import Namespace
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,7 +22,7 @@ import torch
 from ddpkit._lightning_surface import LightningCounterpart
 from ddpkit.errors import MisconfigurationError
 from ddpkit.utilities._files import atomic_write
-from ddpkit.utilities._paths import refuse_nul
+from ddpkit.utilities._paths import local_path, refuse_nul
 from ddpkit.utilities._reprs import safe_repr
 
 
@@ -42,7 +41,7 @@ class DummyExperiment:
 
 def next_version(root: str | os.PathLike[str]) -> int:
     """One more than the largest ``version_N`` folder under ``root`` (0 when there is none)."""
-    folder = Path(root)
+    folder = local_path(root)
     if not folder.is_dir():
         return 0
     found = [
@@ -194,7 +193,7 @@ def check_folder_arguments(kind: str, given: Mapping[str, Any], init: Callable[.
             f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "
             f"{kind}('logs')."
         )
-    if os.path.exists(save_dir) and not os.path.isdir(save_dir):
+    if local_path(save_dir).exists() and not local_path(save_dir).is_dir():
         raise MisconfigurationError(
             f"{call}: save_dir={os.fspath(save_dir)!r} is a file, not a folder. Fix: pass a "
             f"folder (it is created if missing), e.g. its parent, "
@@ -275,7 +274,7 @@ class FolderLogger(Logger):
 def write_yaml(path: str | os.PathLike[str], params: Mapping[str, Any]) -> None:
     """A ``.yaml`` file (a logger's ``hparams.yaml``, ModelCheckpoint's ``best_k_models.yaml``)
     as JSON (JSON is YAML, so ``yaml.safe_load`` reads it too), written atomically."""
-    target = Path(path)
+    target = local_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_jsonable(dict(params)), indent=2, sort_keys=True) + "\n"
     atomic_write(target, text.encode())

@@ -28,6 +28,7 @@ from ddpkit.loggers._base import (
     write_yaml,
 )
 from ddpkit.utilities._files import atomic_write
+from ddpkit.utilities._paths import local_path
 from ddpkit.utilities._rank_zero import log_info
 
 
@@ -47,10 +48,11 @@ class ExperimentWriter:
         self.metrics_file_path = os.path.join(log_dir, self.NAME_METRICS_FILE)
         self.metrics: list[dict[str, Any]] = []
         self.hparams: dict[str, Any] = {}
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
-        existing = Path(self.metrics_file_path)
+        folder = local_path(log_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        existing = folder / self.NAME_METRICS_FILE
         if new_run and existing.is_file():
-            _set_aside(existing, Path(log_dir) / self.NAME_HPARAMS_FILE)
+            _set_aside(existing, folder / self.NAME_HPARAMS_FILE)
         if existing.is_file():
             with existing.open(newline="") as fh:
                 self.metrics = [
@@ -77,7 +79,7 @@ class ExperimentWriter:
         writer = csv.DictWriter(buf, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows(self.metrics)
-        target = Path(self.metrics_file_path)
+        target = local_path(self.metrics_file_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, buf.getvalue().encode())
 

@@ -30,6 +30,7 @@ from ddpkit.trainer._lightning_loops import LIGHTNING_FORMAT, fit_loop_state, re
 from ddpkit.trainer._optim import SchedulerConfig
 from ddpkit.trainer._state import LoopState
 from ddpkit.utilities._files import atomic_write, sweep_partials
+from ddpkit.utilities._paths import local_path
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
 
@@ -44,7 +45,7 @@ def atomic_save(obj: Any, path: str | os.PathLike[str]) -> Path:
     in the folder removes it (:func:`~ddpkit.utilities._files.sweep_partials`) once its writer is
     gone.
     """
-    target = Path(path)
+    target = local_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep_partials(target.parent)
     # private: a checkpoint has always been 0600 (it was written through mkstemp)
@@ -186,7 +187,7 @@ def resolve_ckpt_path(
             )
         return str(found)
     path = os.fspath(ckpt_path)
-    if not Path(path).is_file():
+    if not local_path(path).is_file():
         raise MisconfigurationError(
             f"Trainer.{fn}(ckpt_path={path!r}): no such file. Fix: pass an existing .ckpt "
             f"path, 'best' or 'last'."
@@ -201,12 +202,12 @@ def _last_checkpoint(fn: str, callback: Any) -> str | None:
     candidates: set[Path] = set()
     if callback is not None:
         if callback.last_model_path:
-            candidates.add(Path(callback.last_model_path))
+            candidates.add(local_path(callback.last_model_path))
         folder = getattr(callback, "dirpath", None)
         name = re.escape(getattr(callback, "CHECKPOINT_NAME_LAST", None) or "last")
-        if folder and Path(folder).is_dir():
+        if folder and local_path(folder).is_dir():
             pattern = re.compile(rf"^{name}(-(\d+))?$")
-            candidates |= {p for p in Path(folder).glob("*.ckpt") if pattern.match(p.stem)}
+            candidates |= {p for p in local_path(folder).glob("*.ckpt") if pattern.match(p.stem)}
     present = [p for p in candidates if p.is_file()]
     if not present:
         rank_zero_warn(

@@ -242,6 +242,14 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _root_dir(given: Any) -> str:
+    """``default_root_dir`` as Lightning's property reads it: ``~`` expanded, normalized; the
+    working directory when none is given."""
+    return os.path.normpath(
+        os.path.expanduser(check_path("default_root_dir", given) or os.getcwd())
+    )
+
+
 def _has_timer(callbacks: Any) -> bool:
     items = callbacks if isinstance(callbacks, list | tuple) else [callbacks]
     return any(isinstance(cb, Timer) for cb in items)
@@ -311,7 +319,12 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
             minimum=0,
             meaning="0: never",
         ),
-        default_root_dir=check_path("default_root_dir", given["default_root_dir"]) or os.getcwd(),
+        # as Lightning's property reads it: `~` expanded, normalized
+        default_root_dir=os.path.normpath(
+            os.path.expanduser(
+                check_path("default_root_dir", given["default_root_dir"]) or os.getcwd()
+            )
+        ),
         resume_from_checkpoint=os.fspath(resume) if resume is not None else None,
         max_restarts=check_int(
             "max_restarts", given["max_restarts"], minimum=0, meaning="0: a failure ends the job"

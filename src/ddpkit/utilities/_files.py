@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from ddpkit.utilities._paths import local_path
 from ddpkit.utilities._procs import is_gone, read_proc
 
 # O_NOFOLLOW: a symlink planted where the temporary file goes is an error, not a redirection.
@@ -91,7 +92,7 @@ def atomic_write(
     files only have to survive the writing process). The temporary file is removed when the
     write raises; a process killed outright can leave it behind, hidden and safe to delete.
     """
-    target = Path(path)
+    target = local_path(path)
     fh, partial = _open_sibling(target, 0o600 if private else 0o666)
     try:
         with fh:
@@ -128,6 +129,7 @@ def sweep_partials(folder: str | os.PathLike[str]) -> list[Path]:
     runs (or whose pid now names a process that started at another time) go. Errors are ignored:
     the sweep tidies up, it never fails a save."""
     removed: list[Path] = []
+    folder = local_path(folder)
     try:
         with os.scandir(folder) as entries:
             names = [
