@@ -353,6 +353,15 @@ def test_unsupported_names_say_what_ddpkit_supports(machine: Machine, flag: str,
     assert "'ddp'" in str(err.value) or "'cpu'" in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["ddp2", "ddp_sharded", "ddp_sharded_spawn", "deepspeed"])
+def test_another_trainers_name_in_plugins_says_why_it_is_not_supported(
+    machine: Machine, name: str
+) -> None:
+    # 1.2-1.4 documented Trainer(gpus=2, plugins="ddp_sharded"): no did-you-mean 'ddp_spawn'
+    with pytest.raises(MisconfigurationError, match=rf"plugins=\['{name}'\] is not supported: "):
+        Trainer(plugins=[name])
+
+
 @pytest.mark.parametrize(
     ("flags", "pattern"),
     [

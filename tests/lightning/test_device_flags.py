@@ -316,6 +316,17 @@ def test_a_modern_call_goes_to_lightning_unchanged() -> None:
         ({"strategy": "dp"}, r"Trainer\(strategy='dp'\): 'dp' was a Lightning 1\.x training type"),
         ({"accelerator": "horovod"}, r"Fix: Lightning 2\.0 removed Horovod: strategy='ddp'"),
         ({"accelerator": "ddp_sharded"}, r"strategy='fsdp'"),
+        # 1.2-1.4's documented spelling of sharded training, and 1.0-1.1's keyword
+        (
+            {"gpus": 2, "plugins": "ddp_sharded"},
+            r"Trainer\(plugins='ddp_sharded'\): 'ddp_sharded' was a Lightning 1\.x training type. "
+            r"Fix: Lightning 2\.0 removed FairScale sharding: strategy='fsdp'",
+        ),
+        ({"plugins": ["ddp2"]}, r"Trainer\(plugins='ddp2'\): 'ddp2' was a Lightning 1\.x"),
+        (
+            {"distributed_backend": "ddp2"},
+            r"Trainer\(distributed_backend='ddp2'\): 'ddp2' was a Lightning 1\.x training type",
+        ),
         (
             {"max_epoch": 3},
             r"Trainer\(max_epoch=\.\.\.\): no such keyword.*Did you mean max_epochs=\?",

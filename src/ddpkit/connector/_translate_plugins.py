@@ -29,9 +29,12 @@ UNSUPPORTED = {
     "deepspeed": "ddpkit does not wrap DeepSpeed; use strategy='ddp'",
     "fsdp": "ddpkit does not wrap FSDP yet; use strategy='ddp'",
 }
+_SHARDED = "ddpkit does not wrap sharded training; use strategy='ddp'"
 _UNSUPPORTED_STRATEGIES = {
     **UNSUPPORTED,
-    "ddp_sharded": "ddpkit does not wrap sharded training; use strategy='ddp'",
+    **dict.fromkeys(
+        ("ddp_sharded", "ddp_sharded_spawn", "ddp_fully_sharded", "fsdp_native"), _SHARDED
+    ),
     "ddp_cpu": "ddp_cpu is an accelerator in 1.x, not a strategy; use accelerator='cpu', "
     "strategy='ddp_spawn'",
 }
@@ -48,6 +51,13 @@ class Sorted:
 
 
 def _unknown_training_type(call: str, source: str, name: str) -> MisconfigurationError:
+    """A name that is no training type of ddpkit's: one another trainer has (a 1.x
+    ``plugins="ddp_sharded"``, ``strategy="deepspeed"``) says why ddpkit does not run it."""
+    reason = _UNSUPPORTED_STRATEGIES.get(name.lower())
+    if reason is not None:
+        return MisconfigurationError(
+            f"{call}: {source} is not supported: {reason}. Choose one of {choices(TRAINING_TYPES)}."
+        )
     return MisconfigurationError(
         f"{call}: {source} is not a training type ddpkit knows"
         f"{did_you_mean(name, TRAINING_TYPES)}. Choose one of {choices(TRAINING_TYPES)}."
@@ -118,13 +128,6 @@ def _strategy(call: str, out: Sorted, strategy: Any) -> None:
         )
     if strategy == "auto":
         return
-    key = strategy.lower()
-    if key in _UNSUPPORTED_STRATEGIES:
-        raise MisconfigurationError(
-            f"{call}: strategy={safe_repr(strategy)} is not supported: "
-            f"{_UNSUPPORTED_STRATEGIES[key]}. "
-            f"Choose one of {choices(TRAINING_TYPES)}."
-        )
     if strategy not in TRAINING_TYPES:
         raise _unknown_training_type(call, f"strategy={safe_repr(strategy)}", strategy)
     out.training_types.insert(0, (f"strategy={safe_repr(strategy)}", strategy, False))

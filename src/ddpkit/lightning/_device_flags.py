@@ -138,7 +138,6 @@ def _refuse_lightning_objects(call: str, given: dict[str, Any]) -> None:
     cannot be resolved together with 1.x device flags: say how to spell the call for Lightning."""
     modern = _modern_device_words(given)
     strategy = given.get("strategy")
-    removed_strategy("strategy", strategy)
     lightning_only = isinstance(strategy, Strategy) or (
         isinstance(strategy, str)
         and strategy != "auto"

@@ -26,7 +26,7 @@ from ddpkit._compat_1x.hooks import INSTEAD
 from ddpkit._compat_1x.optimizer_hooks import HOOKS, as_2x, takes_optimizer_idx
 from ddpkit.errors import DDPKitDeprecationWarning, MisconfigurationError
 from ddpkit.lightning import _surface
-from ddpkit.lightning._adapters import ADAPTED, OneXHooks, step_output
+from ddpkit.lightning._adapters import CALLED_REMOVED, OneXHooks, step_output
 from ddpkit.lightning._shims import SHIMS, Redirect, Stage, defined, one_x_signature
 from ddpkit.utilities._rank_zero import rank_zero_warn
 
@@ -159,26 +159,18 @@ def _warn_signature(obj: Any, name: str, hook: Any, base: type) -> None:
     )
 
 
-#: removed hooks whose warning comes where ddpkit calls them (:mod:`ddpkit.lightning._epoch_end`,
-#: the ``track_grad_norm`` callback)
-_OWN_WARNING = ("training_epoch_end", "validation_epoch_end", "test_epoch_end", "log_grad_norm")
-
-
 def _warn_removed(obj: Any, owner: str, base: type) -> None:
     """Each hook 2.x never calls that ``obj`` defines and ddpkit calls: once, where 1.x called
     it and its 2.x spelling."""
     members = _surface.load()["members"]
     kind = {"LightningModule": "module", "Callback": "callback"}.get(owner, "datamodule")
-    for name, instead in INSTEAD.items():
-        where = ADAPTED.get(f"{kind}.{name}")
-        if where is None or name in _OWN_WARNING or getattr(base, name, None) is not None:
-            continue  # not a hook 2.x removed from this owner, or one warned where it is called
-        if defined(obj, name, base) is None:
-            continue
+    for name, where in CALLED_REMOVED[kind].items():
+        if getattr(base, name, None) is not None or defined(obj, name, base) is None:
+            continue  # a hook this Lightning still has, or one the object does not define
         until = members.get(f"{owner}.{name}", {}).get("until", "1.9")
         rank_zero_warn(
             f"{type(obj).__name__}.{name}: removed after Lightning {until}; ddpkit calls it "
-            f"{where}, as 1.x did. Lightning 2.x's spelling: {instead}.",
+            f"{where}, as 1.x did. Lightning 2.x's spelling: {INSTEAD[name]}.",
             DDPKitDeprecationWarning,
         )
 

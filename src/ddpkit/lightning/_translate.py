@@ -89,8 +89,12 @@ def _check_names(kwargs: Mapping[str, Any]) -> None:
                 f"Trainer({name}=...): no such keyword in Lightning 2.x's Trainer, nor in 1.x's. "
                 f"{hint}"
             )
-    removed_strategy("accelerator", kwargs.get("accelerator"))
-    removed_strategy("strategy", kwargs.get("strategy"))
+    # 1.x's three places for a training type's name (distributed_backend: before 1.2)
+    for flag in ("distributed_backend", "accelerator", "strategy"):
+        removed_strategy(flag, kwargs.get(flag))
+    plugins = kwargs.get("plugins")
+    for plugin in plugins if isinstance(plugins, list | tuple) else [plugins]:
+        removed_strategy("plugins", plugin)
 
 
 def _check_device_names(kwargs: Mapping[str, Any]) -> None:
