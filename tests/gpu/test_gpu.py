@@ -12,6 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import ddpkit
+import ddpkit.loggers
 from ddpkit import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -108,3 +109,20 @@ def test_a_fork_after_cuda_is_initialized_is_refused_before_a_rank_starts() -> N
     assert run.returncode == 1
     assert "LaunchError: ddp_notebook (fork launcher): CUDA is initialized" in run.stderr
     assert "rank 0 (pid" not in run.stderr  # refused here, not reported from a rank
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+def test_log_graph_of_a_gpu_fit_traces_on_the_gpu(tmp_path: Path) -> None:
+    """The example input (a CPU tensor) goes to the module's GPU before it is traced, as in
+    Lightning's log_graph; a CPU example for a CUDA module failed the fit at its start."""
+    pytest.importorskip("tensorboard")
+    model = Regressor()
+    model.example_input_array = torch.randn(2, 8)
+    logger = ddpkit.loggers.TensorBoardLogger(tmp_path, log_graph=True)
+    trainer = Trainer(
+        accelerator="gpu", devices=1, max_epochs=1, logger=logger,
+        default_root_dir=tmp_path, enable_progress_bar=False,
+    )  # fmt: skip
+    trainer.fit(model, _data())
+    assert next(model.parameters()).is_cuda
+    assert list(Path(logger.log_dir).glob("events.out.tfevents.*"))

@@ -167,3 +167,78 @@ def test_fit_logs_the_graph_or_says_why_not(tmp_path: Path) -> None:
     trainer = ddpkit.Trainer(default_root_dir=tmp_path, logger=logger, **options)
     with pytest.warns(UserWarning, match=r"`model.example_input_array` attribute is not set"):
         trainer.fit(Fitted(), loader)
+
+
+def _transfer_calls(library: str, folder: Path, on_datamodule: bool) -> list[tuple[Any, ...]]:
+    """The batch-transfer hook calls of a 1-epoch fit of 2 batches with
+    ``TensorBoardLogger(log_graph=True)`` and an int64 example input that
+    ``on_after_batch_transfer`` casts (the graph cannot be traced without the cast): the
+    module's hooks, or (``on_datamodule``) a DataModule's."""
+    pl = pytest.importorskip("pytorch_lightning") if library == "lightning" else None
+    lib: Any = pl if pl is not None else ddpkit
+    from torch.utils.data import DataLoader, TensorDataset
+
+    calls: list[tuple[Any, ...]] = []
+
+    class Hooks:
+        def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+            calls.append(("before", type(batch).__name__, dataloader_idx))
+            return batch
+
+        def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+            calls.append(("after", type(batch).__name__, dataloader_idx))
+            if isinstance(batch, torch.Tensor):
+                return batch.float()
+            return [b.float() for b in batch]
+
+    base = lib.LightningModule if pl is not None else ddpkit.Module
+
+    class Model(*((base,) if on_datamodule else (Hooks, base))):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 1)
+            self.example_input_array = torch.ones(2, 3, dtype=torch.int64)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.layer(x)
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            return self(batch[0]).sum()
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data_base = lib.LightningDataModule if pl is not None else ddpkit.DataModule
+
+    class Data(Hooks, data_base):  # type: ignore[misc, valid-type]
+        def train_dataloader(self) -> Any:
+            return DataLoader(TensorDataset(torch.ones(4, 3, dtype=torch.int64)), batch_size=2)
+
+    logger = lib.loggers.TensorBoardLogger(folder, log_graph=True)
+    trainer = lib.Trainer(
+        max_epochs=1, logger=logger, enable_progress_bar=False, enable_model_summary=False,
+        enable_checkpointing=False, accelerator="cpu", devices=1,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Model(), datamodule=Data()) if on_datamodule else trainer.fit(
+            Model(), Data().train_dataloader()
+        )
+    assert "aten::linear" in _graph_nodes(logger.log_dir)
+    return calls
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+@pytest.mark.parametrize("on_datamodule", [False, True], ids=["module", "datamodule"])
+def test_log_graph_traces_the_example_through_the_batch_transfer_hooks(
+    tmp_path: Path, on_datamodule: bool
+) -> None:
+    """As Lightning's log_graph: the example goes through on_before_batch_transfer, onto the
+    module's device and through on_after_batch_transfer (a DataModule's hooks first) before it
+    is traced. Before, ddpkit traced the raw example: here an int64 input the Linear refuses (the
+    fit failed at its start), and on a GPU a CPU tensor for a CUDA module."""
+    pytest.importorskip("tensorboard")
+    ours = _transfer_calls("ddpkit", tmp_path / "ddpkit", on_datamodule)
+    theirs = _transfer_calls("lightning", tmp_path / "lightning", on_datamodule)
+    assert ours == theirs
+    assert ours[:2] == [("before", "Tensor", 0), ("after", "Tensor", 0)]  # the example first

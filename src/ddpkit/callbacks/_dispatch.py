@@ -46,6 +46,23 @@ def module_hook(obj: Any, name: str) -> Callable[..., Any] | None:
     return _own_hook(obj, name, lambda cls: cls.__module__.startswith(_MODULE_BASES))
 
 
+#: the hooks a batch goes through on its way to the device, in order
+TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer")
+
+
+def transfer_hooks(datamodule: Any, model: Any) -> tuple[Callable[..., Any] | None, ...] | None:
+    """Each of :data:`TRANSFER_HOOKS`: the DataModule's where it overrides it, else the
+    module's (None: neither does). None when no hook is overridden: a batch is only moved."""
+    found = tuple(
+        next(
+            (h for obj in (datamodule, model) if obj is not None and (h := module_hook(obj, n))),
+            None,
+        )
+        for n in TRANSFER_HOOKS
+    )
+    return found if any(found) else None
+
+
 def callback_hook(callback: Any, name: str) -> Callable[..., Any] | None:
     """The callback's hook ``name`` unless it is the empty one of a base ``Callback``."""
     return _own_hook(callback, name, _is_callback_base)

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from ddpkit.callbacks._dispatch import transfer_hooks
+from ddpkit.core._batch import move_to_device
 from ddpkit.core._module import jit_is_scripting
 from ddpkit.errors import DDPKitWarning, MisconfigurationError
 from ddpkit.loggers._base import (
@@ -172,6 +174,7 @@ class TensorBoardLogger(FolderLogger):
                 DDPKitWarning,
             )
         else:
+            example = _transferred(model, example)
             with jit_is_scripting():  # tracing reads module.trainer, an error without a Trainer
                 self.experiment.add_graph(model, example)
 
@@ -194,3 +197,20 @@ class TensorBoardLogger(FolderLogger):
         state = self.__dict__.copy()
         state["_experiment"] = None
         return state
+
+
+def _transferred(model: Any, example: Any) -> Any:
+    """The example as Lightning's ``log_graph`` traces it: through the batch-transfer hooks (a
+    DataModule's first, as a stage picks them; ``dataloader_idx=0``) onto the module's device,
+    which a stage on a GPU has moved it to (a CPU tensor would fail the trace there)."""
+    hooks = transfer_hooks(getattr(getattr(model, "_trainer", None), "datamodule", None), model)
+    device = getattr(model, "device", None)
+    if not isinstance(device, torch.device):  # a plain nn.Module: where its weights are
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    before, transfer, after = hooks if hooks is not None else (None, None, None)
+    if before is not None:
+        example = before(example, 0)
+    example = (
+        transfer(example, device, 0) if transfer is not None else move_to_device(example, device)
+    )
+    return after(example, 0) if after is not None else example

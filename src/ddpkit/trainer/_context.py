@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ddpkit.accelerators._base import LoaderHooks
-from ddpkit.callbacks._dispatch import Dispatcher, module_hook
+from ddpkit.callbacks._dispatch import Dispatcher, transfer_hooks
 from ddpkit.core._batch import move_to_device
 from ddpkit.plugins.precision._base import PrecisionPlugin
 from ddpkit.plugins.training_type._base import TrainingTypePlugin
@@ -57,27 +57,12 @@ class StageContext:
         self.plain_input = kind.convert_input is PrecisionPlugin.convert_input
         self.plain_forward = kind.forward_context is PrecisionPlugin.forward_context
         self._on_cpu = self.device.type == "cpu"
-        self._transfer = self._transfer_hooks()
+        self._transfer = transfer_hooks(state.datamodule, model)
 
     def info(self, message: str) -> None:
         """An INFO line, said by global rank zero."""
         if self.plugin.is_global_zero:
             rank_zero_info(message)
-
-    def _transfer_hooks(self) -> tuple[Any, Any, Any] | None:
-        """The batch-transfer hooks of the DataModule or the module, if any is overridden."""
-        found = []
-        for name in (
-            "on_before_batch_transfer",
-            "transfer_batch_to_device",
-            "on_after_batch_transfer",
-        ):
-            hook = None
-            for source in (self.state.datamodule, self.model):
-                if source is not None and hook is None:
-                    hook = module_hook(source, name)
-            found.append(hook)
-        return (found[0], found[1], found[2]) if any(found) else None
 
     def prepare(self, loader: Any, *, train: bool, kind: str, predict: bool = False) -> Any:
         """The loader this rank iterates: its shard (``distribute``), then what the training
