@@ -179,6 +179,13 @@ class FitLoop:
             state.progress.start(n, f"epoch {epoch}")
         ran_out = True
         for batch_idx, raw, last in batches:
+            # Lightning's epoch loop asks before each batch: a stop counts once the minimums are
+            # met (a callback's at on_train_epoch_start ends the epoch before its first batch)
+            if state.should_stop:
+                if can_stop(ctx):
+                    ran_out = False
+                    break
+                continue_note(ctx)
             state.is_last_batch = last
             batch = metrics.batch = ctx.batch(raw)
             metrics.fx = "training_step"  # its hooks and the optimization's log as it does
@@ -224,8 +231,6 @@ class FitLoop:
             ):
                 self._validate()  # an early stop still validates first, as in Lightning
                 stopping = state.should_stop and can_stop(ctx)
-            if state.should_stop and not stopping and not last:
-                continue_note(ctx)
             if boundary:
                 for sched in step_plateaus:
                     if (batch_idx + 1) % sched.frequency == 0:
@@ -289,11 +294,12 @@ class FitLoop:
 
 
 def _step_row(ctx: StageContext, rows: bool, every: int) -> None:
-    """The epoch's latest step values to the loggers, every ``log_every_n_steps`` steps; a value
-    becomes a float only on the steps that write a row (``.item()`` waits for the device)."""
+    """The epoch's latest step values to the loggers, every ``log_every_n_steps`` steps and at
+    every step once a stop is asked for (Lightning's ``should_update_logs``); a value becomes a
+    float only on the steps that write a row (``.item()`` waits for the device)."""
     state = ctx.state
     pending = state.metrics.pending_step_row
-    if pending and rows and state.global_step % every == 0:
+    if pending and rows and (state.global_step % every == 0 or state.should_stop):
         log_row(ctx, {name: float(value) for name, value in pending.items()})
         state.step_rows += 1
 
