@@ -157,11 +157,6 @@ KNOWN: Known = [
         _named("accumulate_grad_batches 0", "scheduler frequency 0"),
         "accumulate_grad_batches=0 / a scheduler frequency of 0: Lightning fails mid-fit with a raw ZeroDivisionError; ddpkit refuses before (MisconfigurationError) — ddpkit's way is the better one: a Differences row",
     ),
-    (
-        _named("ReduceLROnPlateau on a metric never logged"),
-        "an epoch's end: Lightning steps the epoch schedulers before the epoch's logger row, "
-        "ddpkit after it (a refusal there leaves one more row in ddpkit)",
-    ),
 ]
 
 

@@ -106,19 +106,7 @@ def cases() -> list[tuple[str, dict[str, Any], Case]]:
 
 
 #: what ddpkit still does otherwise (issue 33): (the rows it shows in, the difference)
-KNOWN: Known = [
-    (
-        lambda row: (
-            row["kind"] == "plateau"
-            and row["interval"] == "step"
-            and row["frequency"] != 2
-            and not plateau_refused(row)
-        ),
-        "ReduceLROnPlateau, interval='step': at an epoch's last batch ddpkit steps it before the "
-        "epoch's validation, Lightning after (a callback in validation, a checkpoint saved there "
-        "and a monitored val_loss see another state)",
-    ),
-]
+KNOWN: Known = []
 
 
 @pytest.mark.parametrize("the_case", params(cases(), KNOWN))

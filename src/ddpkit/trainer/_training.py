@@ -62,6 +62,8 @@ class FitLoop:
         #: resumed mid-epoch: the first epoch's batches to skip, and what runs after them
         self.resume_skip = 0
         self.resume_then: Callable[[], None] | None = None
+        #: the step-interval plateau schedulers due at an epoch's last batch (after validation)
+        self.last_batch_plateaus: list[Any] = []
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -124,6 +126,9 @@ class FitLoop:
         state.batches_stepped -= 1
         if ran_out and self._val_due_at_end():
             self._validate()
+        # Lightning's: the last batch's step plateaus after that validation (fresh metrics)
+        for config in self.last_batch_plateaus:
+            step_scheduler(self.ctx, self.custom_scheduler_step, config)
         metrics.stage, metrics.step_level = "train", False
         values = metrics.end_epoch("train", closing=True)
         if self.epoch_end is not None:
@@ -132,13 +137,14 @@ class FitLoop:
             self.epoch_outputs = []
         ctx.dispatch.train_epoch_end()
         values.update(metrics.end_epoch("train"))
-        log_epoch_row(ctx, values)
-        state.batches_stepped += 1
-        state.progress.epoch_end(epoch, state.global_step, lambda: metrics.callback_metrics)
+        # Lightning's: the epoch plateaus after on_train_epoch_end, before the epoch's row
         for config in self.schedulers:
             plateau = config.interval == "epoch" and config.reduce_on_plateau
             if plateau and ran_out and (epoch + 1) % config.frequency == 0:
                 step_scheduler(self.ctx, self.custom_scheduler_step, config)
+        log_epoch_row(ctx, values)
+        state.batches_stepped += 1
+        state.progress.epoch_end(epoch, state.global_step, lambda: metrics.callback_metrics)
         for logger in state.loggers:
             logger.save()
 
@@ -178,6 +184,7 @@ class FitLoop:
         if state.progress.enabled:
             state.progress.start(n, f"epoch {epoch}")
         ran_out = True
+        self.last_batch_plateaus = []
         for batch_idx, raw, last in batches:
             # Lightning's epoch loop asks before each batch: a stop counts once the minimums are
             # met (a callback's at on_train_epoch_start ends the epoch before its first batch)
@@ -232,9 +239,8 @@ class FitLoop:
                 self._validate()  # an early stop still validates first, as in Lightning
                 stopping = state.should_stop and can_stop(ctx)
             if boundary:
-                for sched in step_plateaus:
-                    if (batch_idx + 1) % sched.frequency == 0:
-                        step_scheduler(self.ctx, self.custom_scheduler_step, sched)
+                if step_plateaus:
+                    self._step_plateaus(step_plateaus, batch_idx, last)
                 state.batches_stepped += 1
             if stopping or 0 <= config.max_steps <= state.global_step:
                 ran_out = last
@@ -244,6 +250,17 @@ class FitLoop:
         return ran_out
 
     # -- validation and schedulers -------------------------------------------------------------
+
+    def _step_plateaus(self, plateaus: list[Any], batch_idx: int, last: bool) -> None:
+        """The step-interval ReduceLROnPlateau schedulers due at this batch, after its
+        validation, on the monitored value (Lightning's); the last batch's wait for the epoch's
+        validation (:meth:`_train_epoch`)."""
+        due = [config for config in plateaus if (batch_idx + 1) % config.frequency == 0]
+        if last:
+            self.last_batch_plateaus = due
+            return
+        for config in due:
+            step_scheduler(self.ctx, self.custom_scheduler_step, config)
 
     def _load_val(self, epoch: int) -> None:
         assert self.get_val is not None
