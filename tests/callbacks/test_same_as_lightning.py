@@ -51,6 +51,28 @@ CASES: dict[str, Case] = {
     "a row every 2 steps": Case({"max_epochs": 2, "log_every_n_steps": 2}),
     "no training batches": Case({"max_epochs": 1, "limit_train_batches": 0}),
     "overfit_batches": Case({"max_epochs": 2, "overfit_batches": 2}),
+    # Lightning's INFO line for each limit given as 1 (one batch) or 1.0 (all of them)
+    "limits given as 1.0": Case(
+        {
+            "max_epochs": 1,
+            "limit_train_batches": 1.0,
+            "limit_val_batches": 1.0,
+            "limit_test_batches": 1.0,
+            "val_check_interval": 1.0,
+        },
+        ("fit", "test"),
+    ),
+    "limits given as 1": Case(
+        {
+            "max_epochs": 1,
+            "limit_train_batches": 1,
+            "limit_val_batches": 1,
+            "limit_predict_batches": 1,
+            "val_check_interval": 1,
+        },
+        ("fit", "predict"),
+    ),
+    "overfit_batches given as 1": Case({"max_epochs": 1, "overfit_batches": 1}),
     "the whole sanity check": Case({"max_epochs": 1, "num_sanity_val_steps": -1}),
     "results table": Case({"max_epochs": 1}, ("test_verbose", "validate_verbose", "test")),
     "fast_dev_run with a ModelCheckpoint": Case(
@@ -204,11 +226,6 @@ KNOWN: dict[str, tuple[str, Case]] = {
         "in a test after a validate, num_val_batches is the validate's in ddpkit, the fit's "
         "([]) in Lightning",
         Case({"max_epochs": 1}, ("validate", "test")),
-    ),
-    "info on a keyword given its default": (
-        "Lightning logs an INFO line for limit_*_batches / val_check_interval given as 1.0; "
-        "ddpkit logs none",
-        Case({"max_epochs": 1, "limit_train_batches": 1.0, "val_check_interval": 1.0}),
     ),
     "[] batches of a loop that does not run": (
         "num_sanity_val_batches without a sanity check and num_val_batches without validation "

@@ -28,6 +28,7 @@ from ddpkit.trainer._keywords import (
     unknown_keyword,
 )
 from ddpkit.trainer._legacy import LEGACY_MAPPED, LEGACY_REFUSED, map_legacy
+from ddpkit.utilities._rank_zero import rank_zero_info
 from ddpkit.utilities._reprs import safe_repr
 
 
@@ -201,9 +202,44 @@ def _resolve(given: dict[str, Any], hidden: dict[str, Any]) -> LoopConfig:
         fields["fast_dev_run"] = check_int(
             "fast_dev_run", fast, minimum=0, meaning="True or n: n batches of everything"
         )
+    _say_limits(given, fast_dev_run=bool(fields["fast_dev_run"]))
     if fields["fast_dev_run"]:
         _fast_dev_run(fields, fields["fast_dev_run"])
     return LoopConfig(**fields)
+
+
+#: what Lightning says a limit given as 1 (or 1.0) means, by keyword (else: "1 batch will be
+#: used." / "100% of the batches will be used.")
+_ONE = {
+    "limit_train_batches": (
+        "1 batch per epoch will be used.",
+        "100% of the batches per epoch will be used.",
+    ),
+    "val_check_interval": (
+        "validation will run after every batch.",
+        "validation will run at the end of the training epoch.",
+    ),
+}
+
+
+def _say_limits(given: dict[str, Any], *, fast_dev_run: bool) -> None:
+    """Lightning's INFO line for a batch limit given as 1 or 1.0, which its type tells apart
+    (one batch, or all of them), in Lightning's order (``_init_debugging_flags``):
+    ``overfit_batches``; then, without fast_dev_run (which sets them), the limits overfitting
+    leaves alone and ``val_check_interval``."""
+    names = ["overfit_batches"]
+    if not fast_dev_run:
+        overfit = given["overfit_batches"]
+        names += [] if overfit else ["limit_train_batches", "limit_val_batches"]
+        names += ["limit_test_batches", "limit_predict_batches", "val_check_interval"]
+    for name in names:
+        value = given[name]
+        one, whole = _ONE.get(name, ("1 batch will be used.", "100% of the batches will be used."))
+        if isinstance(value, int) and not isinstance(value, bool) and value == 1:
+            rank_zero_info(f"`Trainer({name}=1)` was configured so {one}")
+        elif isinstance(value, float) and value == 1.0:
+            # word for word, the doubled full stop included (Lightning's f-string adds one)
+            rank_zero_info(f"`Trainer({name}=1.0)` was configured so {whole}.")
 
 
 def _durations(given: dict[str, Any]) -> dict[str, Any]:
