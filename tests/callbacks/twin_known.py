@@ -77,11 +77,6 @@ def _sanity_counts(lightning: Effects, ddpkit: Effects) -> None:
                 values.pop("num_test_batches", None), values.pop("num_predict_batches", None)
 
 
-def _default_info(lightning: Effects, ddpkit: Effects) -> None:
-    for effects in (lightning, ddpkit):
-        effects["info"] = [m for m in effects["info"] if " was configured so " not in m]
-
-
 def _sanity_metrics(lightning: Effects, ddpkit: Effects) -> None:
     """The sanity check's values, in Lightning's logged / progress bar metrics until it ends
     (and after it, where it ended in a refusal)."""
@@ -108,8 +103,6 @@ APART: dict[str, Drop] = {
     # Lightning shows the previous count at on_sanity_check_start, and clips every evaluation
     # loop's count (num_test_batches too) to num_sanity_val_steps during the check
     "batch counts in the sanity check": _sanity_counts,
-    # Lightning logs an INFO line for a limit_*_batches / val_check_interval given as 1.0
-    "info on a keyword given its default": _default_info,
     # an evaluation's step values are in Lightning's logged_metrics (and progress bar
     # metrics) at its batch hooks
     "evaluation step values in logged_metrics": _seen(
