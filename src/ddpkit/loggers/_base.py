@@ -193,7 +193,8 @@ def check_folder_arguments(kind: str, given: Mapping[str, Any], init: Callable[.
             f"{call}: save_dir is the folder the logs go to, a str or pathlib.Path. Fix: "
             f"{kind}('logs')."
         )
-    if local_path(save_dir).exists() and not local_path(save_dir).is_dir():
+    folder = local_path(save_dir)
+    if folder.exists() and not folder.is_dir():
         raise MisconfigurationError(
             f"{call}: save_dir={os.fspath(save_dir)!r} is a file, not a folder. Fix: pass a "
             f"folder (it is created if missing), e.g. its parent, "

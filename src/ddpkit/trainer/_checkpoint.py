@@ -205,9 +205,10 @@ def _last_checkpoint(fn: str, callback: Any) -> str | None:
             candidates.add(local_path(callback.last_model_path))
         folder = getattr(callback, "dirpath", None)
         name = re.escape(getattr(callback, "CHECKPOINT_NAME_LAST", None) or "last")
-        if folder and local_path(folder).is_dir():
+        found = local_path(folder) if folder else None
+        if found is not None and found.is_dir():
             pattern = re.compile(rf"^{name}(-(\d+))?$")
-            candidates |= {p for p in local_path(folder).glob("*.ckpt") if pattern.match(p.stem)}
+            candidates |= {p for p in found.glob("*.ckpt") if pattern.match(p.stem)}
     present = [p for p in candidates if p.is_file()]
     if not present:
         rank_zero_warn(

@@ -355,12 +355,7 @@ def _features(given: dict[str, Any], hidden: dict[str, Any]) -> dict[str, Any]:
             minimum=0,
             meaning="0: never",
         ),
-        # as Lightning's property reads it: `~` expanded, normalized
-        default_root_dir=os.path.normpath(
-            os.path.expanduser(
-                check_path("default_root_dir", given["default_root_dir"]) or os.getcwd()
-            )
-        ),
+        default_root_dir=_root_dir(given["default_root_dir"]),
         resume_from_checkpoint=os.fspath(resume) if resume is not None else None,
         max_restarts=check_int(
             "max_restarts", given["max_restarts"], minimum=0, meaning="0: a failure ends the job"
