@@ -175,6 +175,25 @@ def test_the_reported_calls(kwargs: dict[str, Any]) -> None:
         _clear("ddpkit.Trainer", kwargs, lambda: _build(ddpkit.Trainer, kwargs))
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda p: ddpkit.loggers.CSVLogger(p),
+        lambda p: ddpkit.loggers.TensorBoardLogger(p),
+        lambda p: ddpkit.callbacks.ModelCheckpoint(dirpath=p),
+        lambda p: ddpkit.Trainer(default_root_dir=p, enable_progress_bar=False),
+    ],
+    ids=["CSVLogger", "TensorBoardLogger", "ModelCheckpoint", "Trainer"],
+)
+def test_a_folder_name_too_long_to_stat_builds(build: Callable[[str], Any]) -> None:
+    """CI's fuzz found ``CSVLogger(save_dir='x' * 300)`` raising a bare ``OSError: [Errno 36]
+    File name too long``: ``Path.exists`` raises it where ``os.path.exists`` says False.
+    Lightning builds these without touching the disk; the first write reports the name."""
+    with _elsewhere(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert build("x" * 300) is not None
+
+
 _LIGHTNING_KEYWORDS = (
     [p for p in inspect.signature(pl.Trainer.__init__).parameters if p != "self"] if pl else []
 )

@@ -359,7 +359,7 @@ class ModelCheckpoint(Callback):
         """The formatted name, with -v1, -v2 ... when a file of that name exists already."""
         path = self.format_checkpoint_name(candidates, **kw)
         version = self.STARTING_VERSION
-        while self._enable_version_counter and local_path(path).exists() and path != keep:
+        while self._enable_version_counter and os.path.exists(local_path(path)) and path != keep:
             path = self.format_checkpoint_name(candidates, ver=version, **kw)
             version += 1
         return path

@@ -194,7 +194,9 @@ def check_folder_arguments(kind: str, given: Mapping[str, Any], init: Callable[.
             f"{kind}('logs')."
         )
     folder = local_path(save_dir)
-    if folder.exists() and not folder.is_dir():
+    # os.path's checks, not Path's: a name too long to stat is False there (as before the `~`
+    # change), and mkdir at the first write reports it, as Lightning's fsspec does.
+    if os.path.exists(folder) and not os.path.isdir(folder):
         raise MisconfigurationError(
             f"{call}: save_dir={os.fspath(save_dir)!r} is a file, not a folder. Fix: pass a "
             f"folder (it is created if missing), e.g. its parent, "
