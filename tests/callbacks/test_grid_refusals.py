@@ -111,6 +111,11 @@ EDGES: dict[str, tuple[dict[str, Any], dict[str, Any], Any]] = {
         _mc(monitor="nope"),
         ("ModelCheckpoint(monitor='nope')", "could not find"),
     ),
+    "ModelCheckpoint on a metric never logged, no validation": (
+        {"limit_val_batches": 0},
+        _mc(monitor="nope", save_last=True),
+        None,
+    ),
     "ModelCheckpoint every_n_epochs 0": ({}, _mc(every_n_epochs=0, save_last=True), None),
     "EarlyStopping mode unknown": (
         {},

@@ -88,6 +88,22 @@ CASES: dict[str, Case] = {
         ("fit_one_epoch", "resume", "test"),
         {"callbacks": checkpoint(save_last=True)},
     ),
+    "save_on_exception": Case(
+        {"max_epochs": 3, "limit_train_batches": 4},
+        spec={
+            "callbacks": checkpoint(save_on_exception=True, save_last=True),
+            "module": {"fail_at_step": 6},
+        },
+        refused="the twin fails at step 6",
+    ),
+    "save_on_exception after a save at that step": Case(
+        {"max_epochs": 3, "limit_train_batches": 4},
+        spec={
+            "callbacks": checkpoint(save_on_exception=True, every_n_train_steps=1),
+            "module": {"fail_at_step": 5},
+        },
+        refused="the twin fails at step 5",
+    ),
     "early stopping on a validation metric": Case(
         {"max_epochs": 8, "limit_train_batches": 2},
         spec={

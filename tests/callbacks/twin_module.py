@@ -106,7 +106,8 @@ def twin_module(base: type, logs: list[tuple[str, str, dict[str, Any]]], **spec:
     ``optimizer`` (sgd, adam, adagrad), ``param_groups`` (names or None), ``scheduler`` /
     ``schedulers`` (see :func:`_optimizers`), ``hparams`` (a dict given to
     ``save_hyperparameters``), ``own_loaders`` (a loader spec: the module's ``*_dataloader``
-    hooks make the loaders, each call on new data, and count the calls in ``loader_calls``)."""
+    hooks make the loaders, each call on new data, and count the calls in ``loader_calls``),
+    ``fail_at_step`` (training_step raises a RuntimeError at that global step)."""
 
     def log_all(self: Any, hook: str, value: torch.Tensor) -> None:
         for where, name, kwargs in logs:
@@ -142,6 +143,8 @@ def twin_module(base: type, logs: list[tuple[str, str, dict[str, Any]]], **spec:
             x, y = batch
             loss = F.mse_loss(self(x), y)
             log_all(self, "training_step", loss)
+            if spec.get("fail_at_step") == self.global_step:
+                raise RuntimeError(f"the twin fails at step {self.global_step}")
             return loss
 
         def validation_step(self, batch: Any, batch_idx: int) -> None:

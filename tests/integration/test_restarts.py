@@ -62,6 +62,14 @@ def lightning_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
             r"/run/checkpoints/epoch=0-step=4\.ckpt",
             id="subprocess-abort-in-teardown",
         ),
+        # rank 0 saves alone at the failure (save_on_exception: epoch=1-step=6.ckpt, and
+        # last.ckpt): mid-step and without rank 1's RNG, never resumed from
+        pytest.param(
+            "subprocess",
+            ("--save-on-exception",),
+            r"/run/checkpoints/epoch=0-step=4\.ckpt",
+            id="subprocess-save-on-exception",
+        ),
     ],
 )
 def test_a_killed_rank_restarts_and_ends_as_an_uninterrupted_run(
@@ -166,6 +174,8 @@ def test_restarts_used_up_fail_the_job_naming_every_attempts_root_cause(
     [
         pytest.param("subprocess", (), id="subprocess"),
         pytest.param("spawn", ("--no-checkpoint",), id="spawn-own"),
+        # Lightning's own save_on_exception: rank 0's lone save at the failure is passed over
+        pytest.param("subprocess", ("--save-on-exception",), id="subprocess-save-on-exception"),
     ],
 )
 def test_a_lightning_fit_restarts_and_ends_as_an_uninterrupted_run(

@@ -18,12 +18,13 @@ from ddpkit._runtime.restart.attempt import (
     current_attempt,
     in_process,
 )
-from ddpkit._runtime.restart.resume import is_complete, newest_checkpoint, resume_line
+from ddpkit._runtime.restart.resume import RNG_KEY, is_complete, newest_checkpoint, resume_line
 from ddpkit.utilities._procs import started_at
 
 
-def save(path: Path, mtime: float, step: int = 0) -> Path:
-    torch.save({"global_step": step}, path)
+def save(path: Path, mtime: float, step: int = 0, ranks: int = 2) -> Path:
+    rng = {"world_size": 2, "ranks": {str(r): {} for r in range(ranks)}}
+    torch.save({"global_step": step, RNG_KEY: rng}, path)
     os.utime(path, (mtime, mtime))
     return path
 
@@ -60,7 +61,9 @@ def test_the_newest_complete_checkpoint_since_the_run_started(tmp_path: Path) ->
     cut.write_bytes((tmp_path / "epoch=2.ckpt").read_bytes()[:-200])
     os.utime(cut, (now - 1, now - 1))
     save(tmp_path / ".epoch=4.ckpt.partial.tmp", now)  # hidden: a write under way
-    save(tmp_path / "exception-epoch=2-step=9.ckpt", now)  # one rank's state at a failure
+    # one rank's state at a failure (save_on_exception), named as any other save
+    save(tmp_path / "epoch=2-step=9.ckpt", now, step=9, ranks=1)
+    save(tmp_path / "last.ckpt", now, step=9, ranks=1)
     assert not is_complete(cut)
     assert newest_checkpoint([tmp_path, tmp_path / "missing"], since=now - 10) == newest
     assert newest_checkpoint([tmp_path], since=now + 10) is None

@@ -57,6 +57,10 @@ def format_checkpoint_name(
     return filename.format(values)
 
 
+#: the missing-monitor warnings given in this process (Lightning's WarningCache: each once)
+_WARNED: set[str] = set()
+
+
 @dataclass
 class SaveDecision:
     """What rank zero decided at a save point: files to write (and link), files to remove, the
@@ -177,6 +181,10 @@ class ModelCheckpoint(Callback):
         self.current_score: torch.Tensor | None = None
         # the file this callback saved last (Lightning's): what save_last="link" points at
         self._last_checkpoint_saved = ""
+        # a step save due before a validation produced its monitored value (Lightning's)
+        self._defer_save_until_validation = False
+        # the fit's latest validation ran a batch (Lightning's `val_loop._has_run`)
+        self._validation_ran = False
 
     @property
     def state_key(self) -> str:
@@ -215,6 +223,23 @@ class ModelCheckpoint(Callback):
     def on_train_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
         self._last_time_checked = time.monotonic()
 
+    def on_validation_start(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
+        if trainer.state.fn == "fit":  # (a sanity check too: Lightning's loop resets then)
+            self._validation_ran = False
+
+    def on_validation_batch_end(
+        self,
+        trainer: CallbackTrainer,
+        pl_module: nn.Module,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        # Lightning's val_loop._has_run: after it a missing monitor is an error
+        if trainer.state.fn == "fit" and not trainer.sanity_checking:
+            self._validation_ran = True
+
     def on_train_batch_end(
         self,
         trainer: CallbackTrainer,
@@ -230,8 +255,26 @@ class ModelCheckpoint(Callback):
             return
         every = self._every_n_train_steps
         # the clock first: every rank takes part in its broadcast, whatever the step says
-        if self._time_due(trainer) or (every >= 1 and trainer.global_step % every == 0):
-            self._save(trainer, topk=True)
+        if not self._time_due(trainer) and not (every >= 1 and trainer.global_step % every == 0):
+            return
+        if self.monitor is not None and (
+            self.monitor not in trainer.callback_metrics
+            or (getattr(pl_module, "automatic_optimization", True) and self._val_follows(trainer))
+        ):
+            # Lightning 2.x's: a save due before the monitored value exists, or at an epoch's
+            # last batch with a validation to follow (the value would be stale), is made at that
+            # validation's end instead (manual optimization defers only the first).
+            self._defer_save_until_validation = True
+            return
+        self._save(trainer, topk=True, force_last=True)  # Lightning's: last.ckpt at every one
+
+    def _val_follows(self, trainer: CallbackTrainer) -> bool:
+        """This is the epoch's last batch, and its validation runs next (Lightning's test)."""
+        if self._on_train_epoch_end(trainer) or not trainer.is_last_batch:
+            return False
+        every = trainer.check_val_every_n_epoch
+        due = every is None or (trainer.current_epoch + 1) % every == 0
+        return due and sum(trainer.num_val_batches) > 0
 
     def _time_due(self, trainer: CallbackTrainer) -> bool:
         """``train_time_interval`` passed since the last save (the clock read once: rank zero's
@@ -250,7 +293,12 @@ class ModelCheckpoint(Callback):
             self._save(trainer, topk=self._epoch_due(trainer))
 
     def on_validation_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
-        if not self._skip(trainer) and not self._on_train_epoch_end(trainer):
+        if self._skip(trainer) or self._on_train_epoch_end(trainer):
+            return
+        if self._defer_save_until_validation:  # the step save put off until now
+            self._defer_save_until_validation = False
+            self._save(trainer, topk=True, force_last=True)
+        else:
             self._save(trainer, topk=self._epoch_due(trainer))
 
     def on_train_end(self, trainer: CallbackTrainer, pl_module: nn.Module) -> None:
@@ -263,15 +311,28 @@ class ModelCheckpoint(Callback):
         self, trainer: CallbackTrainer, pl_module: nn.Module, exception: BaseException
     ) -> None:
         # Only this rank may be alive: write without waiting for the others.
-        if (
+        if not (
             self.save_on_exception
             and trainer.is_global_zero
             and trainer.state.fn == "fit"
+            and not trainer.fast_dev_run
             and not trainer.sanity_checking
             and self._last_global_step_saved != trainer.global_step
         ):
-            path = self.format_checkpoint_name(self._candidates(trainer), prefix="exception")
-            trainer.save_checkpoint(path, weights_only=self.save_weights_only, barrier=False)
+            return
+        # Lightning's: the file its template names (over one of that name), then last.ckpt
+        candidates = self._candidates(trainer)
+        plan = SaveDecision(previous_last=self.last_model_path)
+        plan.saves.append(self.format_checkpoint_name(candidates))
+        if self.save_last:
+            self._plan_last(plan, candidates)
+        plan.state = self._state()
+        self._carry_out(trainer, plan, barrier=False)
+        # Lightning's line, its whitespace included (a backslash continuation in its f-string)
+        log_info(
+            f"An {type(exception).__name__} was raised with message: {' ' * 12}{exception}, "
+            f"saved checkpoint to {plan.saves[0]}"
+        )
 
     def to_yaml(self, filepath: str | os.PathLike[str] | None = None) -> None:
         """Write ``best_k_models`` (path: score) to ``filepath``, by default
@@ -377,13 +438,25 @@ class ModelCheckpoint(Callback):
         assert self.monitor is not None
         current = candidates.get(self.monitor)
         if current is None:
-            raise MisconfigurationError(
+            message = (
                 f"ModelCheckpoint(monitor={safe_repr(self.monitor)}) could not find "
                 f"{safe_repr(self.monitor)} in "
                 f"the logged metrics {sorted(trainer.callback_metrics)}. Fix: "
                 f"self.log({safe_repr(self.monitor)}, value) in the module, or monitor one of "
                 "those."
             )
+            if self._validation_ran:
+                raise MisconfigurationError(message)
+            # Lightning's: before the fit's first validation a missing value is a warning (once)
+            # and no top-k save; the value may come with that validation.
+            if message not in _WARNED:
+                _WARNED.add(message)
+                rank_zero_warn(
+                    f"{message} No top-k checkpoint is saved until it is.", DDPKitWarning
+                )
+            if self.verbose:
+                self._not_in_top_k(trainer)
+            return
         current = torch.as_tensor(current).detach().float().cpu()
         if torch.isnan(current):
             current = torch.tensor(math.inf if self.mode == "min" else -math.inf)
@@ -391,7 +464,7 @@ class ModelCheckpoint(Callback):
         k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
         if len(self.best_k_models) >= k and not better(current, self.kth_value):
             if self.verbose:
-                log_info(f"Epoch {trainer.current_epoch}: {self.monitor!r} was not in top {k}")
+                self._not_in_top_k(trainer)
             return
         dropped = ""
         if len(self.best_k_models) >= k:
@@ -411,7 +484,8 @@ class ModelCheckpoint(Callback):
         self.best_model_score = self.best_k_models[self.best_model_path]
         if self.verbose:
             log_info(
-                f"Epoch {trainer.current_epoch}: {safe_repr(self.monitor)} reached "
+                f"Epoch {trainer.current_epoch}, global step {trainer.global_step}: "
+                f"{safe_repr(self.monitor)} reached "
                 f"{float(current):.5f} "
                 f"(best {float(self.best_model_score):.5f}), saving model to {safe_repr(path)} as "
                 f"top {k}"
@@ -419,6 +493,12 @@ class ModelCheckpoint(Callback):
         plan.saves.append(path)
         if dropped and dropped != path and self._owned(dropped):
             plan.removes.append(dropped)
+
+    def _not_in_top_k(self, trainer: CallbackTrainer) -> None:
+        log_info(
+            f"Epoch {trainer.current_epoch}, global step {trainer.global_step}: "
+            f"{self.monitor!r} was not in top {self.save_top_k}"
+        )
 
     def _plan_last(self, plan: SaveDecision, candidates: dict[str, Any]) -> None:
         path = self._free_name(
@@ -466,13 +546,21 @@ class ModelCheckpoint(Callback):
         if trainer.is_global_zero:
             decided = self._plan(trainer, topk=topk, force_last=force_last).to_json()
         plan = SaveDecision.from_json(trainer.strategy.broadcast_json(decided))
+        self._carry_out(trainer, plan)
+        trainer.strategy.barrier("ModelCheckpoint")
+
+    def _carry_out(
+        self, trainer: CallbackTrainer, plan: SaveDecision, barrier: bool = True
+    ) -> None:
+        """Take the plan's state, write its files (rank zero: its link and removals), tell the
+        loggers."""
         for name, value in plan.state.items():
             setattr(self, name, value)
         last = self.last_model_path
         for path in plan.saves:
             # a top-k file carries the last.ckpt named before it, as Lightning's (written first)
             self.last_model_path = last if path == last else plan.previous_last
-            trainer.save_checkpoint(path, weights_only=self.save_weights_only)
+            trainer.save_checkpoint(path, weights_only=self.save_weights_only, barrier=barrier)
             self._last_global_step_saved, self._last_checkpoint_saved = trainer.global_step, path
         self.last_model_path = last
         if trainer.is_global_zero:
@@ -483,7 +571,6 @@ class ModelCheckpoint(Callback):
             if plan.saves or plan.link:
                 for logger in trainer.loggers:
                     getattr(logger, "after_save_checkpoint", lambda _: None)(self)
-        trainer.strategy.barrier("ModelCheckpoint")
 
 
 def _link(target_name: str, link_name: str) -> None:

@@ -5,7 +5,7 @@ and bench/reliability.py.
                           [--fault none|kill] [--rank R] [--max-restarts N]
                           [--kill-attempts K] [--no-checkpoint] [--lightning]
                           [--step-delay SECONDS] [--every-n-train-steps N] [--csv]
-                          [--slow-teardown]
+                          [--slow-teardown] [--save-on-exception]
 
 ``--fault kill``: rank R (1) kills itself (SIGKILL) at batch 2 of epoch 1 in each of the first K
 attempts (1; the attempt is ``TORCHELASTIC_RESTART_COUNT``). Rank 0 writes the final weights to
@@ -20,6 +20,8 @@ a ModelCheckpoint's, every N steps (within epochs), all kept. ``--csv``: each tr
 logs its loss (and its epoch, batch) to ``ROOT/metrics.csv``, a row a step.
 ``--slow-teardown``: in an attempt whose rank is killed, rank 0's DDPPlugin takes a second before
 its teardown: the supervisor's abort (rank 1 died) lands in that teardown, not in the stage.
+``--save-on-exception``: the library's ``ModelCheckpoint(save_on_exception=True,
+save_last=True)``: rank 0 saves alone at the failure (an ordinary file name, and last.ckpt).
 """
 
 from __future__ import annotations
@@ -124,6 +126,9 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         if every
         else {}
     )
+    if args.save_on_exception:
+        saver = ddpkit.callbacks.ModelCheckpoint(save_on_exception=True, save_last=True)
+        checkpoints = {"callbacks": [saver]}
     strategy: Any = {"subprocess": "ddp", "spawn": "ddp_spawn", None: "ddp"}[launcher]
     if args.slow_teardown:
         strategy = SlowTeardown()
@@ -150,6 +155,14 @@ def ddpkit_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     return model, trainer.is_global_zero
 
 
+def saver_1x(args: argparse.Namespace) -> list[Any] | None:
+    if not args.save_on_exception:
+        return None
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    return [ModelCheckpoint(save_on_exception=True, save_last=True)]
+
+
 def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
     from lightning_module import LitNet
 
@@ -167,6 +180,7 @@ def lightning_fit(args: argparse.Namespace) -> tuple[nn.Module, bool]:
         enable_model_summary=False,
         logger=False,
         default_root_dir=args.root,
+        callbacks=saver_1x(args),
     )
     model = LitNet()
     model.kill_attempts, model.kill_rank = args.kill_attempts, args.rank
@@ -190,6 +204,7 @@ def main() -> None:
     parser.add_argument("--every-n-train-steps", type=int, default=0)
     parser.add_argument("--csv", action="store_true")
     parser.add_argument("--slow-teardown", action="store_true")
+    parser.add_argument("--save-on-exception", action="store_true")
     args = parser.parse_args()
     if args.fault == "none":
         args.kill_attempts = 0

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ddpkit._runtime.restart.attempt import Attempt, current_attempt
 from ddpkit._runtime.restart.port import FitPort, Ranks
 from ddpkit.utilities import _rng as rng
@@ -19,9 +21,6 @@ from ddpkit.utilities import _rng as rng
 KEPT_NAME = "restart.ckpt"
 #: where a checkpoint keeps the ranks' RNG states
 RNG_KEY = "ddpkit_rng"
-#: the file name prefix of ModelCheckpoint(save_on_exception=True): one rank's state at a
-#: failure, mid-step and without the other ranks' RNG: never resumed from
-_EXCEPTION_PREFIX = "exception"
 
 
 def is_complete(path: Path) -> bool:
@@ -35,11 +34,27 @@ def is_complete(path: Path) -> bool:
         return False
 
 
+def written_alone(path: Path) -> bool:
+    """True when ``path`` holds one rank's RNG states of a job of several: a save made while the
+    other ranks may be gone (``ModelCheckpoint(save_on_exception=True)``, which names its files
+    as any other save, and its last.ckpt). That state is mid-step, at a failure: a restart never
+    resumes from it. Only the pickle is read (the tensors are mapped, not loaded)."""
+    try:
+        saved = torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+    except Exception:  # a file torch cannot map (an old format): read it whole
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+    states = saved.get(RNG_KEY) if isinstance(saved, dict) else None
+    if not isinstance(states, dict) or not isinstance(states.get("ranks"), dict):
+        return False
+    return len(states["ranks"]) < int(states.get("world_size", 1))
+
+
 def newest_checkpoint(
     folders: Iterable[str | os.PathLike[str]], since: float | None
 ) -> Path | None:
     """The newest complete ``*.ckpt`` in ``folders`` modified at or after ``since`` (None: any),
-    or None. Hidden files (a write under way) and the exception checkpoints are never chosen."""
+    or None. Hidden files (a write under way) and the files one rank wrote alone at a failure
+    (:func:`written_alone`) are never chosen."""
     found: list[tuple[int, Path]] = []
     for folder in dict.fromkeys(os.fspath(f) for f in folders):
         try:
@@ -48,7 +63,7 @@ def newest_checkpoint(
             continue
         for entry in entries:
             name = entry.name
-            if not name.endswith(".ckpt") or name.startswith((".", _EXCEPTION_PREFIX)):
+            if not name.endswith(".ckpt") or name.startswith("."):
                 continue
             try:
                 mtime = entry.stat().st_mtime_ns  # a link to the last one: its target's time
@@ -57,7 +72,9 @@ def newest_checkpoint(
             if since is None or mtime >= since * 1e9:
                 found.append((mtime, Path(entry.path)))
     newest_first = sorted(found, key=lambda item: item[0], reverse=True)
-    return next((path for _, path in newest_first if is_complete(path)), None)
+    return next(
+        (path for _, path in newest_first if is_complete(path) and not written_alone(path)), None
+    )
 
 
 def resume_line(attempt: Attempt, path: str | None, position: str) -> str:
