@@ -88,7 +88,7 @@ def test_epoch_values_accumulated_on_the_device_equal_the_host_ones(
         return store.end_epoch()
 
     host = epoch(MetricStore())
-    # Pretend every value lives on a device: the accumulator keeps float64 tensors.
+    # Pretend every value lives on a device: the same arithmetic, the same values.
     monkeypatch.setattr(metrics_module, "_on_device", lambda tensor: True)
     device_store = MetricStore()
     device = epoch(device_store)

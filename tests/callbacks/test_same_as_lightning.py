@@ -88,6 +88,21 @@ CASES: dict[str, Case] = {
         ("fit_one_epoch", "resume", "test"),
         {"callbacks": checkpoint(save_last=True)},
     ),
+    # a step save at an epoch's last batch waits for the validation that follows, whose loader
+    # Lightning counts when the fit starts (no sanity check to count it), but not for one that
+    # does not follow (every 2nd epoch)
+    "step saves at the last batch, no sanity check": Case(
+        {"max_epochs": 2, "limit_train_batches": 4, "num_sanity_val_steps": 0},
+        spec={"callbacks": checkpoint(monitor="loss", every_n_train_steps=4, save_top_k=2)},
+    ),
+    "step saves at the last batch, validation every 2nd epoch": Case(
+        {"max_epochs": 3, "limit_train_batches": 4, "check_val_every_n_epoch": 2},
+        spec={
+            "callbacks": checkpoint(
+                monitor="loss", every_n_train_steps=2, save_top_k=-1, save_last=True
+            )
+        },
+    ),
     "save_on_exception": Case(
         {"max_epochs": 3, "limit_train_batches": 4},
         spec={

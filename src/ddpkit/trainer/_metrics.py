@@ -21,9 +21,19 @@ from ddpkit.trainer._log_hooks import options_of
 _REDUCE_FX = ("max", "mean", "min", "sum")
 
 
+def _default_dtype() -> torch.dtype:
+    """Lightning's accumulation dtype: the default dtype, no lower than float32."""
+    dtype = torch.get_default_dtype()
+    return dtype if dtype in (torch.float32, torch.float64) else torch.float32
+
+
 @dataclass
 class _EpochAccumulator:
-    total: float | torch.Tensor  # a float64 tensor on the device for values logged there
+    """One epoch value, accumulated with Lightning's arithmetic (its ``_ResultMetric``): in the
+    logged value's float32 / float64, on its device, ``total + value * batch_size`` for a mean;
+    so an epoch value is Lightning's to the last bit, not a float64 value rounded apart."""
+
+    total: torch.Tensor
     weight: float
     reduce_fx: str
     sync_dist: bool
@@ -31,32 +41,25 @@ class _EpochAccumulator:
     logger: bool
     names: tuple[str, ...]  # where the epoch value is published
 
-    def add(self, value: float | torch.Tensor, weight: float) -> None:
-        if self.reduce_fx in ("mean", "sum"):
-            self.total = self.total + value * (weight if self.reduce_fx == "mean" else 1.0)
-            self.weight += weight
-        elif isinstance(value, torch.Tensor) or isinstance(self.total, torch.Tensor):
-            pick = torch.maximum if self.reduce_fx == "max" else torch.minimum
-            device = value.device if isinstance(value, torch.Tensor) else None
-            self.total = pick(
-                torch.as_tensor(self.total, dtype=torch.float64, device=device),
-                torch.as_tensor(value, dtype=torch.float64, device=device),
-            )
-        elif self.reduce_fx == "max":
-            self.total = max(self.total, value)
+    def add(self, value: torch.Tensor, weight: float) -> None:
+        if self.reduce_fx == "mean":
+            self.total = self.total + value * weight
+        elif self.reduce_fx == "sum":
+            self.total = self.total + value
         else:
-            self.total = min(self.total, value)
+            pick = torch.maximum if self.reduce_fx == "max" else torch.minimum
+            self.total = pick(self.total, value)
+        self.weight += weight
 
     def local_value(self) -> torch.Tensor:
-        """The epoch value on this rank (float64, on the device it was logged on)."""
-        total = torch.as_tensor(self.total, dtype=torch.float64)
+        """The epoch value on this rank (on the device it was logged on)."""
         if self.reduce_fx == "mean":
-            return total / max(self.weight, 1e-12)
-        return total
+            return self.total / max(self.weight, 1e-12)
+        return self.total
 
     def sum_and_weight(self) -> torch.Tensor:
-        total = torch.as_tensor(self.total, dtype=torch.float64)
-        return torch.stack([total, torch.tensor(self.weight, dtype=torch.float64).to(total)])
+        weight = torch.tensor(self.weight, dtype=self.total.dtype, device=self.total.device)
+        return torch.stack([self.total, weight])
 
 
 def _no_reduce(tensor: torch.Tensor, reduce_fx: str) -> torch.Tensor:
@@ -236,11 +239,15 @@ class MetricStore:
         if on_epoch:
             accumulators = self._epoch.setdefault(self.stage, {})
             acc = accumulators.get(name)
-            v: float | torch.Tensor = (
-                tensor.to(torch.float64) if _on_device(tensor) else float(tensor)
+            # Lightning's: a float32 / float64 value as it is, anything else as the default dtype
+            v = (
+                tensor
+                if tensor.dtype in (torch.float32, torch.float64)
+                else tensor.to(_default_dtype())
             )
             if acc is None:
-                init = 0.0 if reduce_fx in ("mean", "sum") else v
+                zero = torch.zeros((), dtype=_default_dtype(), device=v.device)
+                init = zero if reduce_fx in ("mean", "sum") else v
                 names = (f"{name}_epoch", name) if both else (name,)
                 acc = _EpochAccumulator(init, 0.0, reduce_fx, sync_dist, prog_bar, logger, names)
                 accumulators[name] = acc
