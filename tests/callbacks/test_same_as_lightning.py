@@ -253,21 +253,6 @@ KNOWN: dict[str, tuple[str, Case]] = {
         "epoch values; ddpkit's are empty",
         Case({"max_epochs": 1}),
     ),
-    "num_val_batches after validate": (
-        "in a test after a validate, num_val_batches is the validate's in ddpkit, the fit's "
-        "([]) in Lightning",
-        Case({"max_epochs": 1}, ("validate", "test")),
-    ),
-    "[] batches of a loop that does not run": (
-        "num_sanity_val_batches without a sanity check and num_val_batches without validation "
-        "batches are [0] in ddpkit, [] in Lightning",
-        Case({"max_epochs": 1, "num_sanity_val_steps": 0, "limit_val_batches": 0}),
-    ),
-    "batch counts in the sanity check": (
-        "at on_sanity_check_start num_sanity_val_batches is [0] in ddpkit, the previous count "
-        "in Lightning; during the check Lightning clips num_test_batches to it, ddpkit does not",
-        Case({"max_epochs": 1}, ("test", "fit")),
-    ),
     "evaluation step values in logged_metrics": (
         "an evaluation's step values are in Lightning's trainer.logged_metrics at the batch "
         "hooks, not in ddpkit's",

@@ -134,10 +134,12 @@ def _count_batches(ctx: StageContext, stage: str, n: int | None) -> None:
     one count per loader, ``inf`` for a loader without a length)."""
     counts: list[int | float] = [math.inf if n is None else n]
     state = ctx.state
-    if stage == "validate":
+    if stage == "validate" and state.status.fn != "fit":
+        state.validate_batches = counts
+    elif stage == "validate":
         state.num_val_batches = counts
-        if state.status.fn == "fit":  # the fit loop's validation progress (its checkpoints')
-            state.val_batches = (state.val_batches[0] + (n or 0), n or 0)
+        # the fit loop's validation progress (its checkpoints')
+        state.val_batches = (state.val_batches[0] + (n or 0), n or 0)
     else:
         ctx.state.num_test_batches = counts
 

@@ -286,7 +286,6 @@ def _fit(ctx: StageContext, request: StageRequest, checkpoint: Any, before_epoch
 
     validation = _validation_defined(ctx, request)
     val = None
-    state.num_sanity_val_batches = [0] if validation else []  # Lightning's, when none run
     if validation and config.num_sanity_val_steps and not state.restarting:
         with rng.isolated():  # Lightning's: the same seed trains alike with or without it
             val = _sanity_check(ctx, val_loader)
@@ -387,8 +386,8 @@ def _sanity_check(ctx: StageContext, get_val: Any) -> Any:
         limit = ctx.config.limit_val_batches
         n_val = num_batches(loader, limit, "val")
         n = n_val if steps == -1 else (steps if n_val is None else min(steps, n_val))
-        state.num_sanity_val_batches = [n if n is not None else math.inf]
-        state.num_val_batches = [n_val if n_val is not None else math.inf]  # Lightning's too
+        # the fit's validation count (Lightning's: the sanity check makes the loader)
+        state.num_val_batches = [n_val if n_val is not None else math.inf]
         evaluate(ctx, "validate", loader, n, sanity=True)
     ctx.dispatch.call_callbacks("on_sanity_check_end")
     state.status.stage = "train"

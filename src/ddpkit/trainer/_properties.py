@@ -191,9 +191,29 @@ class TrainerProperties:
     optimizers = _Forward[list[torch.optim.Optimizer]]("_state.optimizers")
     lr_scheduler_configs = _Forward[list[SchedulerConfig]]("_state.lr_scheduler_configs")
     num_training_batches = _Forward[int | float]("_state.num_training_batches")
-    num_val_batches = _Forward[list[int | float]]("_state.num_val_batches")
-    num_sanity_val_batches = _Forward[list[int | float]]("_state.num_sanity_val_batches")
-    num_test_batches = _Forward[list[int | float]]("_state.num_test_batches")
+
+    @property
+    def num_val_batches(self) -> list[int | float]:
+        """Lightning's: ``validate``'s count while it runs, else the fit's validation loop's."""
+        state = self._state
+        return list(
+            state.validate_batches if state.status.fn == "validate" else state.num_val_batches
+        )
+
+    @property
+    def num_sanity_val_batches(self) -> list[int | float]:
+        """Lightning's: the fit's validation count, each capped at ``num_sanity_val_steps``."""
+        return [min(self.num_sanity_val_steps, n) for n in self._state.num_val_batches]
+
+    @property
+    def num_test_batches(self) -> list[int | float]:
+        """Lightning's: capped at ``num_sanity_val_steps`` while the sanity check runs (every
+        evaluation loop's count is)."""
+        counts = self._state.num_test_batches
+        if not self.sanity_checking:
+            return list(counts)
+        return [min(self.num_sanity_val_steps, n) for n in counts]
+
     num_predict_batches = _Forward[list[int | float]]("_state.num_predict_batches")
     metric_store = _Forward[MetricStore]("_state.metrics", "Where ``Module.log`` records values.")
     callback_metrics = _Forward[dict[str, torch.Tensor]]("_state.metrics.callback_metrics")

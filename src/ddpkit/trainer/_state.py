@@ -26,7 +26,7 @@ _FIT_COUNTERS = (
 )  # fmt: skip
 #: the rest of what the parent of spawned ranks takes from rank zero after a stage
 _PORTABLE = (
-    "fitted", "val_check_batch", "num_sanity_val_batches", "should_stop", "status",
+    "fitted", "val_check_batch", "validate_batches", "should_stop", "status",
     "num_training_batches", "num_val_batches", "num_test_batches", "num_predict_batches",
     "ckpt_path",
 )  # fmt: skip
@@ -75,7 +75,10 @@ class LoopState:
     lr_scheduler_configs: list[SchedulerConfig] = field(default_factory=list)
     num_training_batches: int | float = math.inf
     num_val_batches: list[int | float] = field(default_factory=list)
-    num_sanity_val_batches: list[int | float] = field(default_factory=list)
+    """The fit's validation loop's batches per loader (Lightning's ``_max_batches``: [] until
+    the fit makes its loader; the sanity check's count derives from it)."""
+    validate_batches: list[int | float] = field(default_factory=list)
+    """``validate``'s batches (``trainer.num_val_batches`` while it runs)."""
     num_test_batches: list[int | float] = field(default_factory=list)
     num_predict_batches: list[int | float] = field(default_factory=list)
     ckpt_path: str | None = None

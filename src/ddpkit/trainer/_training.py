@@ -343,7 +343,7 @@ def _first_loaders(
         say_why_fit_stopped(ctx, loop.n_train, start_epoch)
         return None
     loop.get_val = get_val if validation else None
-    state.num_val_batches = [0]
+    state.num_val_batches = []  # Lightning's until the loader is made
     if validation and (val_loaded or loop._val_epoch(start_epoch)):
         loop._load_val(start_epoch)  # else on first use, as Lightning does
         if not loop._val_epoch(start_epoch):  # Lightning's: a sanity check's loader made
