@@ -80,11 +80,6 @@ KNOWN: Known = [
         "before the checkpoint (the same batches as the uninterrupted run); Lightning starts "
         "the loader afresh and trains its first batches (docs/flags.md, Differences)",
     ),
-    (
-        lambda row: "max_steps" in row["settings"] and "fit" not in row["calls"],
-        "Trainer(max_steps=3) without max_epochs, never fitted: trainer.max_epochs is None in "
-        "Lightning, -1 in ddpkit",
-    ),
 ]
 
 

@@ -104,12 +104,24 @@ def test_max_time_beside_a_timer_keeps_the_users(
     assert trainer.global_step == 0  # the user's duration counts, not max_time's hour
 
 
-def test_a_timer_among_the_callbacks_lifts_the_epoch_limit() -> None:
-    # Lightning's _parse_loop_limits: max_epochs=None means -1 (no limit) with a Timer too
-    assert Trainer(callbacks=[Timer()], logger=False).max_epochs == -1
-    assert Trainer(callbacks=Timer(duration={"hours": 1}), logger=False).max_epochs == -1
-    assert Trainer(callbacks=[Timer()], max_epochs=3, logger=False).max_epochs == 3
-    assert Trainer(logger=False).max_epochs == 1000
+def _fitted_max_epochs(**kwargs: Any) -> tuple[int | None, int | None]:
+    """``trainer.max_epochs`` before and after a fit that a spent Timer ends at its start."""
+    spent = Timer(duration=timedelta(0))
+    trainer = Trainer(**{**options(), "callbacks": [spent], **kwargs})
+    before = trainer.max_epochs
+    trainer.fit(Scripted(), data())
+    return before, trainer.max_epochs
+
+
+def test_a_timer_among_the_callbacks_lifts_the_epoch_limit(tmp_path: Path) -> None:
+    # Lightning's _parse_loop_limits, at the fit: max_epochs=None means -1 (no limit) with a
+    # Timer too; None until then
+    assert _fitted_max_epochs(default_root_dir=tmp_path) == (None, -1)
+    assert _fitted_max_epochs(default_root_dir=tmp_path, max_epochs=3) == (3, 3)
+    plain = Trainer(**{**options(), "default_root_dir": tmp_path, "max_steps": 1})
+    assert plain.max_epochs is None
+    plain.fit(Scripted(), data())
+    assert plain.max_epochs == -1
 
 
 def test_max_time_alone_adds_one_timer_quietly(caplog: pytest.LogCaptureFixture) -> None:

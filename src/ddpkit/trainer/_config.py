@@ -36,6 +36,8 @@ from ddpkit.utilities._reprs import safe_repr
 class LoopConfig:
     max_epochs: int
     """Epochs to train; -1: no limit (then ``max_steps`` or ``max_time`` ends the run)."""
+    max_epochs_given: int | None
+    """``max_epochs`` as given (None: not given)."""
     min_epochs: int
     """``should_stop`` (early stopping) is ignored until this many epochs ran."""
     min_epochs_given: int | None
@@ -248,6 +250,7 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
     max_epochs = check_int(
         "max_epochs", given["max_epochs"], minimum=-1, allow_none=True, meaning="-1: no limit"
     )
+    max_epochs_given = max_epochs
     if max_epochs is None:
         # Lightning's (_parse_loop_limits): no epoch limit where steps or a Timer end the fit,
         # max_time's or one among the callbacks (a Timer without a duration included)
@@ -270,6 +273,7 @@ def _durations(given: dict[str, Any]) -> dict[str, Any]:
         min_epochs = 1  # Lightning's: a stop asked for in the first epoch waits for its end
     return {
         "max_epochs": max_epochs,
+        "max_epochs_given": max_epochs_given,
         "min_epochs": min_epochs,
         "min_epochs_given": min_epochs_given,
         "max_steps": max_steps,

@@ -1,6 +1,7 @@
 """The Trainer's read-only properties (Lightning's names): what the connector built (the plan's
-objects and ranks), the loop keywords as resolved (``Trainer(max_epochs=None).max_epochs ==
-1000``), and what the loop owns (counters, the stage, metrics, the module, optimizers, callbacks
+objects and ranks), the loop keywords as resolved (``Trainer(max_steps=3).max_steps == 3``;
+``max_epochs`` and ``min_epochs`` not given read None until a fit resolves them, as in
+Lightning), and what the loop owns (counters, the stage, metrics, the module, optimizers, callbacks
 and loggers; ``should_stop`` can be set).
 
 Most only forward an attribute: each is one :class:`_Forward` line; the rest compute."""
@@ -100,7 +101,6 @@ class TrainerProperties:
 
     # -- the loop keywords, as resolved --------------------------------------------------------
 
-    max_epochs = _Forward[int]("_config.max_epochs")
     max_steps = _Forward[int]("_config.max_steps")
     min_steps = _Forward[int | None]("_config.min_steps")
     max_time = _Forward[timedelta | None]("_config.max_time")
@@ -122,6 +122,14 @@ class TrainerProperties:
     enable_autolog_hparams = _Forward[bool]("_config.enable_autolog_hparams")
     reload_dataloaders_every_n_epochs = _Forward[int]("_config.reload_dataloaders_every_n_epochs")
     default_root_dir = _Forward[str]("_config.default_root_dir")
+
+    @property
+    def max_epochs(self) -> int | None:
+        """None until a fit ran unless given (Lightning's), then the fit's limit (1000, or -1
+        where ``max_steps`` or a Timer ends the fit)."""
+        if self._config.max_epochs_given is None and not self._state.fitted:
+            return None
+        return self._config.max_epochs
 
     @property
     def min_epochs(self) -> int | None:
