@@ -26,6 +26,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.trainer.states import TrainerFn, TrainerStatus
 from torch import nn
 
+from ddpkit._runtime.ranks._clean_exit import destroy_group_at_exit
 from ddpkit._runtime.restart.attempt import current_attempt
 from ddpkit._runtime.restart.in_process import save_kept
 from ddpkit._runtime.restart.port import Ranks, Stateful
@@ -123,7 +124,9 @@ class LightningFit:
 
 class RestartState(pl.Callback):
     """Each rank's RNG states in every checkpoint, set back by a restarted fit; ddpkit's own
-    checkpoint (``kept``) for a fit that may restart without a ModelCheckpoint."""
+    checkpoint (``kept``) for a fit that may restart without a ModelCheckpoint; a rank of
+    Lightning's own spawn launcher that ends a stage well leaves no process group to its exit
+    (:mod:`ddpkit._runtime.ranks._clean_exit`)."""
 
     def __init__(self, kept: bool = False) -> None:
         self.kept = kept
@@ -142,6 +145,9 @@ class RestartState(pl.Callback):
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.kept:
             save_kept(trainer)
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        destroy_group_at_exit()  # (Lightning calls teardown hooks after a stage that ended well)
 
 
 class RestartConnector(_CheckpointConnector):
