@@ -74,6 +74,14 @@ class Kernel:
 
     def run(self, code: str, timeout: float = 120) -> dict[str, Any]:
         content = self.reply(self.start(code), timeout)
+        for _ in range(3):
+            # Right after a cell's error (an interrupt's KeyboardInterrupt), ipykernel aborts the
+            # requests it receives until its queue is cleared (stop_on_error): a cell sent then
+            # is answered "aborted", unrun, as in a notebook; it is sent again.
+            if content["status"] != "aborted":
+                break
+            time.sleep(0.5)
+            content = self.reply(self.start(code), timeout)
         if content["status"] != "ok":
             raise AssertionError(f"cell failed: {content.get('ename')}: {content.get('evalue')}")
         return content

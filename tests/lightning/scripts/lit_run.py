@@ -146,6 +146,17 @@ def mission_flags(call: str) -> dict[str, Any]:
     }[call]
 
 
+class CleanExit(pl.Callback):
+    """The reference's spawned ranks exit without their process group, as ddpkit.lightning's
+    do: gloo may otherwise abort a rank at its exit ("terminate called without an active
+    exception", pytorch/pytorch#179291). The training is untouched."""
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        from ddpkit._runtime.ranks._clean_exit import destroy_group_at_exit
+
+        destroy_group_at_exit()
+
+
 def make_trainer(
     kind: str,
     call: str,
@@ -181,7 +192,7 @@ def make_trainer(
         devices=2,
         strategy=strategy,
         max_epochs=MAX_EPOCHS,
-        callbacks=callbacks,
+        callbacks=[*callbacks, CleanExit()],
         logger=logger,
         enable_progress_bar=False,
         enable_model_summary=False,
