@@ -15,11 +15,9 @@ from typing import Any
 Effects = dict[str, Any]
 Drop = Callable[[Effects, Effects], None]
 
-_METRICS = ("callback_metrics", "logged_metrics", "progress_bar_metrics")
-
 
 def _seen(hooks: tuple[str, ...], names: tuple[str, ...]) -> Drop:
-    """Leaves ``names`` out of what the watching callback read at ``hooks``."""
+    """Leaves ``names`` out of what the watching callback read at ``hooks`` (an entry's tool)."""
 
     def drop(lightning: Effects, ddpkit: Effects) -> None:
         for hook, _, values in (*lightning["seen"], *ddpkit["seen"]):
@@ -30,31 +28,5 @@ def _seen(hooks: tuple[str, ...], names: tuple[str, ...]) -> Drop:
     return drop
 
 
-def _sanity_metrics(lightning: Effects, ddpkit: Effects) -> None:
-    """The sanity check's values, in Lightning's logged / progress bar metrics until it ends
-    (and after it, where it ended in a refusal)."""
-    hooks = ("on_validation_epoch_end", "on_validation_end", "on_sanity_check_end", "on_exception")
-    _seen(hooks, ("logged_metrics", "progress_bar_metrics"))(lightning, ddpkit)
-    if (
-        lightning["error"]
-        and lightning["seen"]
-        and any(s[2].get("sanity_checking") for s in lightning["seen"][-2:])
-    ):
-        for effects in (lightning, ddpkit):
-            effects["logged_metrics"], effects["progress_bar_metrics"] = {}, {}
-
-
-#: name -> what it leaves out of both runs
-APART: dict[str, Drop] = {
-    # at `setup`, Lightning still shows the previous stage's metrics and has no loaders yet
-    "the previous stage at setup": _seen(("setup",), (*_METRICS, "num_val_batches")),
-    # Lightning shows the sanity check's epoch values in logged / progress bar metrics until
-    # the check ends; ddpkit shows none
-    "sanity check metrics": _sanity_metrics,
-    # an evaluation's step values are in Lightning's logged_metrics (and progress bar
-    # metrics) at its batch hooks
-    "evaluation step values in logged_metrics": _seen(
-        tuple(f"on_{s}_batch_{e}" for s in ("validation", "test") for e in ("start", "end")),
-        ("logged_metrics", "progress_bar_metrics"),
-    ),
-}
+#: name -> what it leaves out of both runs (none left: every difference it set apart is fixed)
+APART: dict[str, Drop] = {}

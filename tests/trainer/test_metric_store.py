@@ -90,16 +90,17 @@ def test_logger_false_keeps_it_out_of_the_log_only() -> None:
     assert store.pending_step_row == {}
 
 
-def test_the_sanity_check_reaches_callback_metrics_only() -> None:
-    """Lightning's: a callback reads the sanity check's values; no logger row, no logged or
-    progress-bar value (ddpkit dropped them, so a callback reading them met a KeyError)."""
+def test_the_sanity_check_reaches_no_logger_row() -> None:
+    """Lightning's: during the sanity check a callback reads its values in the callback, logged
+    and progress-bar metrics (the loop resets them after it); no logger row is made of them."""
     store = MetricStore()
-    store.sanity = True
-    log(store, "x", 1.0, on_epoch=True, prog_bar=True)
-    assert store.end_epoch() == {}  # nothing for a logger row
-    store.sanity = False
-    assert store.callback_metrics == {"x_step": 1.0, "x": 1.0, "x_epoch": 1.0}
-    assert (store.logged_metrics, store.progress_bar_metrics) == ({}, {})
+    store.stage, store.sanity = "validate", True
+    log(store, "x", 1.0, on_step=True, on_epoch=True, prog_bar=True)
+    assert store.eval_step_row == {}  # no step row
+    assert store.end_epoch() == {}  # no epoch row
+    assert store.callback_metrics == {"x": 1.0, "x_epoch": 1.0}
+    assert store.logged_metrics == {"x_step": 1.0, "x_epoch": 1.0}
+    assert store.progress_bar_metrics == {"x_step": 1.0, "x_epoch": 1.0}
 
 
 def test_a_value_logged_while_the_epoch_closes_is_published_at_once() -> None:

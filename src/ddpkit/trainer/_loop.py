@@ -151,7 +151,6 @@ def _begin(
 ) -> StageContext:
     model = request.model
     state.begin(request.fn)
-    state.metrics.reset()
     state.metrics.reduce = trainer.strategy.all_reduce
     state.datamodule = request.datamodule
     if isinstance(model, Module):
@@ -228,6 +227,9 @@ def _run(ctx: StageContext, request: StageRequest) -> Any:
             ctx.info(f"Loaded model weights from the checkpoint at {resume.path}")
     if fit is not None:
         resume.announce(fit, checkpoint)
+    # Lightning's: the previous stage's metrics stay readable until the stage's setup hooks and
+    # its checkpoint are done (a callback's setup may read them)
+    state.metrics.reset()
     model = ctx.precision.convert_module(ctx.model)
     model.to(ctx.plugin.root_device)
     state.model = model

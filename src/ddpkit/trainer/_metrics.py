@@ -104,8 +104,8 @@ class MetricStore:
     def __init__(self) -> None:
         self._stage = "train"
         self.reduce: Callable[[torch.Tensor, str], torch.Tensor] = _no_reduce
-        #: the sanity check: values reach callback_metrics only (Lightning's: a callback reads
-        #: them; no logger row, no logged or progress-bar value; all reset after it)
+        #: the sanity check: no logger row; the logged, progress-bar and callback metrics hold
+        #: its values until it ends, when the loop resets them (Lightning's)
         self.sanity = False
         #: in training_step and the batch-level hooks: ``self.log`` defaults to every step;
         #: elsewhere (epoch-end hooks, evaluation) to the epoch value
@@ -227,14 +227,14 @@ class MetricStore:
                 self._callback_metrics[step_name] = step_value
                 if both:
                     self._callback_metrics[name] = step_value
-            if logger and not self.sanity:
+            if logger:
                 self._logged_metrics[step_name] = step_value
-                if self.stage != "train":
-                    self.eval_step_row[step_name] = step_value
-                else:
+                if self.stage == "train":
                     self.logged_step_value = True
                     self.pending_step_row[step_name] = step_value
-            if prog_bar and not self.sanity:
+                elif not self.sanity:  # the sanity check's values make no logger row
+                    self.eval_step_row[step_name] = step_value
+            if prog_bar:
                 self._bar[step_name] = step_value
         if on_epoch:
             accumulators = self._epoch.setdefault(self.stage, {})
@@ -295,8 +295,6 @@ class MetricStore:
         value = value.float().cpu()
         for published in acc.names:
             self.callback_metrics[published] = value
-        if self.sanity:
-            return float(value)
         first = acc.names[0]
         if acc.logger:
             self.logged_metrics[first] = value

@@ -133,8 +133,9 @@ class ProgressBar:
             return
         bar, keep = self._bars[-1]
         bar.update(1)
-        if keep:
-            self._metrics = metrics
+        if not keep:
+            return  # an evaluation's bar counts batches only, as Lightning's does
+        self._metrics = metrics
         if bar.n % POSTFIX_EVERY == 0:
             self._postfix(bar, metrics)
 
