@@ -60,16 +60,7 @@ def cases() -> list[tuple[str, dict[str, Any], Case]]:
 
 
 #: what ddpkit still does otherwise (issue 33): (the rows it shows in, the difference)
-KNOWN: Known = [
-    (
-        lambda row: (
-            row["hook"] in ("on_train_start", "on_validation_start") and refusal(row) is None
-        ),
-        "a value logged in on_train_start / on_validation_start is in Lightning's "
-        "callback_metrics (progress bar, logged) from the next hook on; in ddpkit's only when "
-        "the epoch ends",
-    ),
-]
+KNOWN: Known = []
 
 
 @pytest.mark.parametrize("the_case", params(cases(), KNOWN))

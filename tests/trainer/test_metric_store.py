@@ -43,7 +43,7 @@ def test_training_logs_each_step_by_default() -> None:
 
 def test_evaluation_logs_the_epoch_mean_by_default() -> None:
     store = MetricStore()
-    store.stage = "validate"
+    store.stage, store.in_batches = "validate", True
     log(store, "val", 1.0)
     log(store, "val", 3.0)
     assert store.callback_metrics == {}
@@ -53,6 +53,7 @@ def test_evaluation_logs_the_epoch_mean_by_default() -> None:
 
 def test_step_and_epoch_publish_three_names() -> None:
     store = MetricStore()
+    store.in_batches = True
     log(store, "loss", 4.0, on_step=True, on_epoch=True, prog_bar=True)
     log(store, "loss", 2.0, on_step=True, on_epoch=True, prog_bar=True)
     assert set(store.callback_metrics) == {"loss", "loss_step"}
@@ -110,8 +111,25 @@ def test_a_value_logged_while_the_epoch_closes_is_published_at_once() -> None:
     log(store, "late", 3.0, on_step=False, on_epoch=True)
     assert float(store.callback_metrics["late"]) == 3.0
     assert store.end_epoch() == {"late": 3.0}
+    store.in_batches = True  # the next epoch's batches
     log(store, "later", 4.0, on_step=False, on_epoch=True)
     assert "later" not in store.callback_metrics  # closed: published at the epoch's end again
+
+
+def test_a_read_before_the_first_batch_publishes_the_epoch_values() -> None:
+    """Lightning's: what on_train_start logs is read at on_train_epoch_start (reading the
+    metrics publishes the epoch values logged so far); once a batch has run, a read publishes
+    nothing until the epoch ends."""
+    store = MetricStore()
+    log(store, "start", 2.0, on_step=False, on_epoch=True, prog_bar=True)
+    assert store._callback_metrics == {}  # published when read, not when logged
+    assert store.progress_bar_metrics == {"start": 2.0}
+    assert {k: float(v) for k, v in store.callback_metrics.items()} == {"start": 2.0}
+    store.batch = (torch.zeros(4, 1),)
+    log(store, "acc", 1.0, on_step=False, on_epoch=True)
+    assert "acc" not in store.callback_metrics and "acc" not in store.logged_metrics
+    assert store.end_epoch() == {"acc": 1.0, "start": 2.0}
+    assert not store.in_batches  # the next epoch starts before its first batch again
 
 
 def test_a_new_epoch_starts_from_nothing() -> None:

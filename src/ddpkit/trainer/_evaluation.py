@@ -102,7 +102,8 @@ def evaluate(
     )
     if not sanity:
         _count_batches(ctx, stage, n)
-    previous = (metrics.stage, metrics.step_level)
+    # a fit's validation runs inside the training epoch: its batch state comes back after it
+    previous = (metrics.stage, metrics.step_level, metrics.in_batches)
     metrics.stage, metrics.step_level, metrics.sanity = stage, False, sanity
     mode = _mode(model)
     # The whole epoch, its hooks too, under no_grad / inference_mode (Lightning's loop is).
@@ -119,7 +120,7 @@ def evaluate(
         outputs = _batches(ctx, name, loader, n, step, step_end, keep=keep, sanity=sanity)
         bar.close()
         values = _close_epoch(ctx, stage, name, sanity, lambda: epoch_end and epoch_end(outputs))
-        metrics.stage, metrics.step_level = previous
+        metrics.stage, metrics.step_level, metrics.in_batches = previous
         metrics.sanity = False
         dispatch.call(f"on_{name}_end")
         if module_hook(model, f"on_{name}_model_train") is not None:

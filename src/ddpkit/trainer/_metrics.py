@@ -132,6 +132,10 @@ class MetricStore:
         #: epoch-end hooks): a value logged there is published at once, so a callback that
         #: runs after the hook that logged it reads it (Lightning's callback_metrics do)
         self._closing: set[str] = set()
+        #: a batch has run since the last epoch's end or reset (Lightning's
+        #: ``_first_loop_iter is not None``; a fit's validation keeps the training's): until
+        #: then a read publishes the epoch values logged so far (:meth:`_read`)
+        self.in_batches = False
         #: the batch being trained or evaluated (None between batches): an epoch mean weighs each
         #: value by its size when ``self.log`` is given none (Lightning's), so that a smaller
         #: last batch counts for what it holds
@@ -160,11 +164,24 @@ class MetricStore:
     def batch(self, batch: Any) -> None:
         self._batch = batch
         self._sized = None  # and no reference kept to the batch before
+        if batch is not None:
+            self.in_batches = True
+
+    def _read(self) -> None:
+        """Lightning's read: before the running epoch's first batch, reading the metrics
+        publishes the epoch values logged so far (what ``on_train_start`` logs is read at
+        ``on_train_epoch_start``; a ``sync_dist`` value is reduced then, on every rank that
+        reads, as Lightning's is)."""
+        stage = self._stage
+        if not self.in_batches and stage not in self._closing:
+            for acc in self._epoch.get(stage, {}).values():
+                self._publish(acc)
+        if self._device_values:
+            self._fetch()
 
     @property
     def callback_metrics(self) -> dict[str, torch.Tensor]:
-        if self._device_values:
-            self._fetch()
+        self._read()
         return self._callback_metrics
 
     @callback_metrics.setter
@@ -173,8 +190,7 @@ class MetricStore:
 
     @property
     def logged_metrics(self) -> dict[str, torch.Tensor]:
-        if self._device_values:
-            self._fetch()
+        self._read()
         return self._logged_metrics
 
     @logged_metrics.setter
@@ -184,6 +200,7 @@ class MetricStore:
     @property
     def progress_bar_metrics(self) -> dict[str, float]:
         """The values the progress bar shows, as floats (converted when read)."""
+        self._read()
         return self.bar_values()
 
     def bar_values(self) -> dict[str, float]:
@@ -294,10 +311,10 @@ class MetricStore:
                 value = self.reduce(value, acc.reduce_fx)
         value = value.float().cpu()
         for published in acc.names:
-            self.callback_metrics[published] = value
+            self._callback_metrics[published] = value
         first = acc.names[0]
         if acc.logger:
-            self.logged_metrics[first] = value
+            self._logged_metrics[first] = value
         if acc.prog_bar:
             self._bar[first] = value
         return float(value)
@@ -318,5 +335,6 @@ class MetricStore:
             self._closing.add(stage)
         else:
             self._closing.discard(stage)
+            self.in_batches = False
             (self.pending_step_row if stage == "train" else self.eval_step_row).clear()
         return out
