@@ -132,6 +132,21 @@ def test_a_read_before_the_first_batch_publishes_the_epoch_values() -> None:
     assert not store.in_batches  # the next epoch starts before its first batch again
 
 
+def test_a_read_reduces_a_sync_dist_value_again_only_after_it_changed() -> None:
+    """Lightning's result metric syncs when computed, then keeps the value until the next
+    update: a second read before the first batch runs no collective (one rank reading alone
+    then waits for no other)."""
+    store, reduced = MetricStore(), []
+    store.reduce = lambda tensor, fx: reduced.append(fx) or tensor
+    log(store, "x", 2.0, on_step=False, on_epoch=True, sync_dist=True)
+    assert float(store.callback_metrics["x"]) == 2.0
+    assert float(store.callback_metrics["x"]) == 2.0
+    assert len(reduced) == 1  # the weighted mean's sums and weights, once
+    log(store, "x", 4.0, on_step=False, on_epoch=True, sync_dist=True)
+    assert float(store.logged_metrics["x"]) == 3.0
+    assert len(reduced) == 2
+
+
 def test_a_new_epoch_starts_from_nothing() -> None:
     store = MetricStore()
     log(store, "x", 1.0, on_step=False, on_epoch=True)

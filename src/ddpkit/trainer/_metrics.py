@@ -40,8 +40,12 @@ class _EpochAccumulator:
     prog_bar: bool
     logger: bool
     names: tuple[str, ...]  # where the epoch value is published
+    #: added to since last published: a read publishes (and reduces) only these, as
+    #: Lightning's result metrics compute (and sync) again only after an update
+    fresh: bool = True
 
     def add(self, value: torch.Tensor, weight: float) -> None:
+        self.fresh = True
         if self.reduce_fx == "mean":
             self.total = self.total + value * weight
         elif self.reduce_fx == "sum":
@@ -175,7 +179,8 @@ class MetricStore:
         stage = self._stage
         if not self.in_batches and stage not in self._closing:
             for acc in self._epoch.get(stage, {}).values():
-                self._publish(acc)
+                if acc.fresh:
+                    self._publish(acc)
         if self._device_values:
             self._fetch()
 
@@ -301,6 +306,7 @@ class MetricStore:
 
     def _publish(self, acc: _EpochAccumulator) -> float:
         """Reduce (sync_dist) and publish one epoch value; return it."""
+        acc.fresh = False
         value = acc.local_value()
         if acc.sync_dist:
             if acc.reduce_fx == "mean":
