@@ -33,6 +33,7 @@ from ddpkit._runtime.process.context import ProcessContext
 from ddpkit._runtime.process.files import JobFiles
 from ddpkit._runtime.process.proc import MpProcess, Proc
 from ddpkit._runtime.process.signals import SignalFlag
+from ddpkit._runtime.ranks._clean_exit import end_after_exit_handlers
 from ddpkit._runtime.ranks._errorfile import report_rank_failure
 from ddpkit._runtime.ranks._lifeline import preexec_for_rank, watch_parent
 from ddpkit._runtime.ranks._names import (
@@ -143,7 +144,9 @@ def _spawned_rank(
     except BaseException as exc:
         if report_rank_failure(env[ENV_ERROR_FILE], exc) and not isinstance(exc, SystemExit):
             # The launcher's report shows the traceback once; multiprocessing would print it
-            # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1.
+            # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1, reached
+            # without the interpreter's teardown, which gloo's threads may abort.
+            end_after_exit_handlers(1)
             raise SystemExit(1) from None
         raise
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
+from ddpkit._runtime.ranks._clean_exit import end_after_exit_handlers
 from ddpkit._runtime.ranks._scratch import write_private
 from ddpkit._tracebacks import fold
 
@@ -130,6 +131,9 @@ class _QuietFor:
         self, kind: type[BaseException], value: BaseException, tb: TracebackType | None
     ) -> None:
         if any(value is r or value.__context__ is r for r in self.reported):
+            # Uncaught, so the script ends (status 1): without the interpreter's teardown,
+            # which gloo's threads may abort after the report is in.
+            end_after_exit_handlers(1)
             return
         self.previous(kind, value, tb)
 

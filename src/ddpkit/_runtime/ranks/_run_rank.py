@@ -27,6 +27,7 @@ import traceback
 from types import FrameType, TracebackType
 from typing import Any
 
+from ddpkit._runtime.ranks._clean_exit import end_after_exit_handlers
 from ddpkit._runtime.ranks._errorfile import report_rank_failure, write_error_file
 from ddpkit._runtime.ranks._lifeline import watch_parent
 from ddpkit._runtime.ranks._names import ENV_ERROR_FILE, ENV_PARENT_PID
@@ -165,8 +166,10 @@ def main(argv: list[str] | None = None) -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         tb = _user_frames(tb)
-        if not _report(kind, value.with_traceback(tb), tb):
-            previous(kind, value, tb)  # else the parent's report shows it, once
+        if _report(kind, value.with_traceback(tb), tb):
+            end_after_exit_handlers(1)  # the parent's report shows it, once
+        else:
+            previous(kind, value, tb)
 
     sys.excepthook = hook
     stall = float(os.environ.get(ENV_STALL_TIMEOUT, "0") or 0)
