@@ -6,7 +6,8 @@ without an active exception" printed before ddpkit's report), is not run.
 The CI failure this answers: a rank that raised died of SIGABRT in its teardown (a gloo thread
 took the GIL; exit code -6) and its C++ abort message came first in the user's output. Here a
 gloo future's Python callback wakes when the rank's exit begins and takes the GIL while the
-script's teardown waits: every run aborted so before the change.
+script's teardown waits. Before the change the rank aborted so under each launcher (9 runs of
+the three cases here: 8 aborted).
 """
 
 from __future__ import annotations
@@ -21,16 +22,14 @@ import pytest
 
 pytestmark = pytest.mark.timeout(180)
 
-SCRIPT = textwrap.dedent("""
+#: rank 1's way to fail late: ``fail_late(pair)`` leaves a collective on ``pair`` whose callback
+#: runs in gloo's thread until after the script's exit has begun; rank 0 joins that collective
+#: with ``join_late(pair)``
+PRELUDE = textwrap.dedent("""
     import atexit, signal, sys, threading, time
     import torch
     import torch.distributed as dist
-    from torch import nn
-    from torch.utils.data import DataLoader, TensorDataset
-    import ddpkit
-    from ddpkit import Trainer
 
-    STRATEGY, OUT = sys.argv[1], sys.argv[2]
     STARTED, EXITING = threading.Event(), threading.Event()
 
 
@@ -56,6 +55,33 @@ SCRIPT = textwrap.dedent("""
         EXITING.set()
 
 
+    def fail_late(pair):
+        global TEARDOWN
+        TEARDOWN = SlowTeardown()
+        atexit.register(exiting)
+        # A rank with its own SIGTERM handler (a SLURM requeue, say) outlives the launcher's
+        # SIGTERM, until its SIGKILL.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        work = dist.all_reduce(torch.ones(2), group=pair, async_op=True)
+        pending = work.get_future().then(late)
+        STARTED.wait(60)
+        return pending
+
+
+    def join_late(pair):
+        time.sleep(0.5)  # rank 1 has called ``then`` by now: its callback waits for this
+        dist.all_reduce(torch.ones(2), group=pair)
+""")
+
+SCRIPT = PRELUDE + textwrap.dedent("""
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+    import ddpkit
+    from ddpkit import Trainer
+
+    STRATEGY, OUT = sys.argv[1], sys.argv[2]
+
+
     class Classifier(ddpkit.Module):
         def __init__(self):
             super().__init__()
@@ -66,20 +92,11 @@ SCRIPT = textwrap.dedent("""
 
         def training_step(self, batch, batch_idx):
             if self.global_rank == 0 and batch_idx == 2:
-                time.sleep(0.5)  # rank 1 has called ``then`` by now: its callback waits for this
-                dist.all_reduce(torch.ones(2), group=self.pair)
+                join_late(self.pair)
             if self.global_rank == 1 and batch_idx == 2:
-                global TEARDOWN
-                TEARDOWN = SlowTeardown()
-                atexit.register(exiting)
-                # A rank with its own SIGTERM handler (a SLURM requeue, say) outlives the
-                # launcher's SIGTERM, until its SIGKILL.
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 self.unclosed = open(OUT, "w")
                 self.unclosed.write("written, never closed")
-                work = dist.all_reduce(torch.ones(2), group=self.pair, async_op=True)
-                self.pending = work.get_future().then(late)
-                STARTED.wait(60)
+                self.pending = fail_late(self.pair)
                 raise ValueError("bad batch 2 on rank 1")
             x, y = batch
             return nn.functional.cross_entropy(self.net(x), y)
@@ -97,6 +114,36 @@ SCRIPT = textwrap.dedent("""
         trainer.fit(Classifier(), data)
 """)
 
+#: the same failure in a script of raw torch.distributed, under ``ddpkit run``
+RAW = PRELUDE + textwrap.dedent("""
+    dist.init_process_group("gloo")
+    world = dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        join_late(world)
+        time.sleep(30)  # until the launcher ends it
+    else:
+        pending = fail_late(world)
+        raise ValueError("rank 1 failed")
+""")
+
+
+def _run(cwd: Path, *args: str) -> tuple[int, str]:
+    env = {k: v for k, v in os.environ.items() if k != "DDPKIT_VERBOSE"}
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=150, check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def _ended_cleanly(code: int, text: str, root_cause: str) -> None:
+    assert code == 1, text
+    # The root cause's own exit status: 1, so the report adds no "(exit code -6)".
+    assert f"is the root cause, raised {root_cause}.\n" in text, text
+    assert "Fatal Python error" not in text and "terminate called" not in text, text
+    assert "the callback runs on the main thread: False" in text, text
+    assert "rank 1's exit handler ran" in text, text
+
 
 @pytest.mark.parametrize("strategy", ["ddp", "ddp_spawn"])
 def test_a_failed_rank_ends_with_status_1_after_its_exit_handlers(
@@ -104,69 +151,13 @@ def test_a_failed_rank_ends_with_status_1_after_its_exit_handlers(
 ) -> None:
     script, out = tmp_path / "train.py", tmp_path / "rank1.txt"
     script.write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k != "DDPKIT_VERBOSE"}
-    done = subprocess.run(
-        [sys.executable, str(script), strategy, str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150, check=False,
-    )  # fmt: skip
-    text = done.stdout + done.stderr
-    assert done.returncode == 1, text
-    # The root cause's own exit status: 1, so the report adds no "(exit code -6)".
-    assert "is the root cause, raised ValueError: bad batch 2 on rank 1.\n" in text, text
-    assert "Fatal Python error" not in text and "terminate called" not in text, text
-    assert "the callback runs on the main thread: False" in text, text
-    assert "rank 1's exit handler ran" in text, text
+    code, text = _run(tmp_path, str(script), strategy, str(out))
+    _ended_cleanly(code, text, "ValueError: bad batch 2 on rank 1")
     assert out.read_text() == "written, never closed"
-
-
-RAW = textwrap.dedent("""
-    import atexit, signal, sys, threading, time
-    import torch
-    import torch.distributed as dist
-
-    STARTED, EXITING = threading.Event(), threading.Event()
-
-
-    def late(future):
-        STARTED.set()
-        EXITING.wait()
-        time.sleep(0.5)
-
-
-    class SlowTeardown:
-        def __del__(self):
-            time.sleep(3.0)
-
-
-    def exiting():
-        print("rank 1's exit handler ran", file=sys.stderr)
-        EXITING.set()
-
-
-    dist.init_process_group("gloo")
-    if dist.get_rank() == 0:
-        time.sleep(0.5)
-        dist.all_reduce(torch.ones(2))
-        time.sleep(30)  # until the launcher ends it
-    else:
-        TEARDOWN = SlowTeardown()
-        atexit.register(exiting)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it ends after its exit handlers
-        pending = dist.all_reduce(torch.ones(2), async_op=True).get_future().then(late)
-        STARTED.wait(60)
-        raise ValueError("rank 1 failed")
-""")
 
 
 def test_a_failed_rank_of_ddpkit_run_ends_the_same_way(tmp_path: Path) -> None:
     script = tmp_path / "raw.py"
     script.write_text(RAW)
-    done = subprocess.run(
-        [sys.executable, "-m", "ddpkit", "run", "--nproc-per-node", "2", str(script)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=150, check=False,
-    )  # fmt: skip
-    text = done.stdout + done.stderr
-    assert done.returncode == 1, text
-    assert "raised ValueError: rank 1 failed" in text and "exit code -" not in text, text
-    assert "Fatal Python error" not in text and "terminate called" not in text, text
-    assert "rank 1's exit handler ran" in text, text
+    code, text = _run(tmp_path, "-m", "ddpkit", "run", "--nproc-per-node", "2", str(script))
+    _ended_cleanly(code, text, "ValueError: rank 1 failed")
