@@ -6,8 +6,7 @@ without an active exception" printed before ddpkit's report), is not run.
 The CI failure this answers: a rank that raised died of SIGABRT in its teardown (a gloo thread
 took the GIL; exit code -6) and its C++ abort message came first in the user's output. Here a
 gloo future's Python callback wakes when the rank's exit begins and takes the GIL while the
-script's teardown waits. Before the change the rank aborted so under each launcher (9 runs of
-the three cases here: 8 aborted).
+script's teardown waits. Before the change the rank aborted so under each launcher.
 """
 
 from __future__ import annotations
