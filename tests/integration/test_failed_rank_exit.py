@@ -21,9 +21,9 @@ import pytest
 
 pytestmark = pytest.mark.timeout(180)
 
-#: rank 1's way to fail late: ``fail_late(pair)`` leaves a collective on ``pair`` whose callback
-#: runs in gloo's thread until after the script's exit has begun; rank 0 joins that collective
-#: with ``join_late(pair)``
+#: rank 1's way to fail late: ``fail_late(pair, gate)`` leaves a collective on ``pair`` whose
+#: callback runs in gloo's thread until after the script's exit has begun; rank 0 joins that
+#: collective with ``join_late(pair, gate)``, once rank 1 has passed ``gate``
 PRELUDE = textwrap.dedent("""
     import atexit, signal, sys, threading, time
     import torch
@@ -54,7 +54,7 @@ PRELUDE = textwrap.dedent("""
         EXITING.set()
 
 
-    def fail_late(pair):
+    def fail_late(pair, gate):
         global TEARDOWN
         TEARDOWN = SlowTeardown()
         atexit.register(exiting)
@@ -63,12 +63,13 @@ PRELUDE = textwrap.dedent("""
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         work = dist.all_reduce(torch.ones(2), group=pair, async_op=True)
         pending = work.get_future().then(late)
+        dist.barrier(group=gate)  # only now does rank 0 join: the callback is not run here
         STARTED.wait(60)
         return pending
 
 
-    def join_late(pair):
-        time.sleep(0.5)  # rank 1 has called ``then`` by now: its callback waits for this
+    def join_late(pair, gate):
+        dist.barrier(group=gate)
         dist.all_reduce(torch.ones(2), group=pair)
 """)
 
@@ -87,15 +88,15 @@ SCRIPT = PRELUDE + textwrap.dedent("""
             self.net = nn.Linear(2, 2)
 
         def setup(self, stage):
-            self.pair = dist.new_group([0, 1])
+            self.pair, self.gate = dist.new_group([0, 1]), dist.new_group([0, 1])
 
         def training_step(self, batch, batch_idx):
             if self.global_rank == 0 and batch_idx == 2:
-                join_late(self.pair)
+                join_late(self.pair, self.gate)
             if self.global_rank == 1 and batch_idx == 2:
                 self.unclosed = open(OUT, "w")
                 self.unclosed.write("written, never closed")
-                self.pending = fail_late(self.pair)
+                self.pending = fail_late(self.pair, self.gate)
                 raise ValueError("bad batch 2 on rank 1")
             x, y = batch
             return nn.functional.cross_entropy(self.net(x), y)
@@ -116,12 +117,12 @@ SCRIPT = PRELUDE + textwrap.dedent("""
 #: the same failure in a script of raw torch.distributed, under ``ddpkit run``
 RAW = PRELUDE + textwrap.dedent("""
     dist.init_process_group("gloo")
-    world = dist.new_group([0, 1])
+    pair, gate = dist.new_group([0, 1]), dist.new_group([0, 1])
     if dist.get_rank() == 0:
-        join_late(world)
+        join_late(pair, gate)
         time.sleep(30)  # until the launcher ends it
     else:
-        pending = fail_late(world)
+        pending = fail_late(pair, gate)
         raise ValueError("rank 1 failed")
 """)
 
