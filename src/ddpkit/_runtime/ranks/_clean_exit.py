@@ -78,7 +78,9 @@ def _flush_writers() -> None:
     """What the teardown would have written: the buffers of files opened for writing and never
     closed (their deallocation flushes them), and the standard streams."""
     for obj in gc.get_objects():
-        if isinstance(obj, _WRITERS):
+        # type(), not isinstance(): that also asks ``obj.__class__``, which some module-level
+        # proxies answer with a warning (torch.distributed.reduce_op's FutureWarning).
+        if issubclass(type(obj), _WRITERS):
             with contextlib.suppress(Exception):
                 if not obj.closed:
                     obj.flush()
