@@ -141,6 +141,7 @@ def _ended_cleanly(code: int, text: str, root_cause: str) -> None:
     # The root cause's own exit status: 1, so the report adds no "(exit code -6)".
     assert f"is the root cause, raised {root_cause}.\n" in text, text
     assert "Fatal Python error" not in text and "terminate called" not in text, text
+    assert "Warning" not in text, text  # the exit adds nothing of its own to the report
     assert "the callback runs on the main thread: False" in text, text
     assert "rank 1's exit handler ran" in text, text
 
