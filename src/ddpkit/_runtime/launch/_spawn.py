@@ -146,7 +146,7 @@ def _spawned_rank(
             # The launcher's report shows the traceback once; multiprocessing would print it
             # again here ("Process ddpkit-rank1: Traceback ..."). Same exit status, 1, reached
             # without the interpreter's teardown, which gloo's threads may abort.
-            end_after_exit_handlers(1)
+            end_after_exit_handlers()
             raise SystemExit(1) from None
         raise
 

@@ -27,8 +27,6 @@ import os
 import sys
 
 _registered = False
-#: the exit status of a rank that ends without the interpreter's teardown (None: it has one)
-_exit_status: int | None = None
 _WRITERS = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
 
 
@@ -53,16 +51,14 @@ def destroy_group_at_exit() -> None:
         _registered = True
 
 
-def end_after_exit_handlers(status: int) -> None:
-    """Called when a failure that the launcher reports is about to end this rank with exit
-    ``status``: the rank ends after its exit handlers (``atexit``, in their usual order),
-    without the interpreter's teardown. Only for an exit that is certain: an exception already
-    uncaught, a spawned rank's stage that raised."""
-    global _exit_status
-    if _exit_status is None:
-        # Registered last, so called first; it runs the handlers registered before it.
-        atexit.register(_exit_now)
-    _exit_status = status
+def end_after_exit_handlers() -> None:
+    """Called when a failure that the launcher reports is about to end this rank (exit status
+    1, an uncaught exception's): the rank ends after its exit handlers (``atexit``, in their
+    usual order), without the interpreter's teardown. Only for an exit that is certain: an
+    exception already uncaught, a spawned rank's stage that raised."""
+    # Registered last (again, if it was before), so called first: it runs the others.
+    atexit.unregister(_exit_now)
+    atexit.register(_exit_now)
 
 
 def _exit_now() -> None:
@@ -71,7 +67,7 @@ def _exit_now() -> None:
         atexit._run_exitfuncs()  # the other handlers, as the interpreter would have run them
     finally:
         _flush_writers()
-        os._exit(1 if _exit_status is None else _exit_status)
+        os._exit(1)
 
 
 def _flush_writers() -> None:

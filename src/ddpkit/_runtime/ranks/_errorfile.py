@@ -133,7 +133,7 @@ class _QuietFor:
         if any(value is r or value.__context__ is r for r in self.reported):
             # Uncaught, so the script ends (status 1): without the interpreter's teardown,
             # which gloo's threads may abort after the report is in.
-            end_after_exit_handlers(1)
+            end_after_exit_handlers()
             return
         self.previous(kind, value, tb)
 

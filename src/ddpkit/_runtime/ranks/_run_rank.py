@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         tb = _user_frames(tb)
         if _report(kind, value.with_traceback(tb), tb):
-            end_after_exit_handlers(1)  # the parent's report shows it, once
+            end_after_exit_handlers()  # the parent's report shows it, once
         else:
             previous(kind, value, tb)
 
